@@ -1,6 +1,6 @@
 module github.com/react-torch/react-torch
 
-go 1.24
+go 1.24.0
 
 require (
 	github.com/ebitengine/purego v0.11.3 // indirect
