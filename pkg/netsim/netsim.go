@@ -1,0 +1,457 @@
+// Package netsim is a flow-level fluid network simulator: collective
+// patterns of several jobs and long-running external flows share the links
+// of a topo.Topology by max-min fairness.
+//
+// # Model
+//
+// Rates are the max-min fair allocation (progressive filling over the link
+// capacities), recomputed whenever a transfer starts or ends; between such
+// events every rate is constant, so the simulation jumps from event to event
+// with no time step.
+//
+// A flow's bytes occupy every link of its path from the moment it starts
+// (the sender transmits at the flow's fair rate) until its last byte is
+// sent; the flow completes, and its receiver may send what depends on it,
+// the path latency (the sum of its links' latencies) after that. So
+// FCT = latency + the time the bytes take at their changing rate. Placing
+// the latency after the transfer, rather than delaying the flow's arrival
+// on the links by it, keeps a flow's share of a link independent of where
+// the link lies on its path, which is what makes the closed forms of a star
+// or a shared bottleneck exact (one flow alone: latency + size/capacity; k
+// flows on a link: latency + k*size/capacity for each).
+//
+// # Patterns
+//
+// Flow f of a job's pattern carries f.Fraction * Job.Bytes bytes from the
+// host of rank f.Src to the host of rank f.Dst. It starts as soon as its
+// inputs have arrived: every flow g of the same chunk with g.Dst == f.Src
+// and g.Step < f.Step. There is no other barrier: steps and chunks run as
+// the data allows, as a CCL with one stream per chunk does. A flow between
+// two ranks on the same host takes no time. An epoch ends when all its flows
+// have completed; the job's next epoch starts Job.Gap later, so the epochs
+// of different jobs drift against each other.
+//
+// # ECMP ports
+//
+// Every flow of a pattern owns Job.Ports connections (source ports),
+// identified by (job, chunk, src rank, dst rank, i) for i < Ports, and picks
+// one uniformly at random each epoch; the connection's path is
+// topo.Path(src host, dst host, port). External flows pick one random port
+// for the whole run: they are long-lived connections, and a connection's
+// 5-tuple does not change while it lives.
+package netsim
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+
+	"github.com/react-torch/react-torch/pkg/ten"
+	"github.com/react-torch/react-torch/pkg/topo"
+)
+
+// DefaultPorts is the number of ECMP connections per pattern flow when
+// Job.Ports is 0 (the paper's §7.3 setting).
+const DefaultPorts = 4
+
+// Job is one collective job: rank r runs on host Hosts[r] (several ranks
+// may share a host).
+type Job struct {
+	Hosts []int
+	Bytes float64 // message size in bytes
+	Ports int     // ECMP connections per flow; 0 means DefaultPorts
+	Gap   float64 // idle seconds between the end of an epoch and the start of the next
+}
+
+// EpochResult is what one epoch of one job measured. FlowStart and
+// FlowFinish are indexed like Pattern.Flows and count seconds from Start;
+// FlowFinish-FlowStart is the flow's FCT.
+type EpochResult struct {
+	Job, Epoch int
+	Pattern    *ten.Pattern
+	Start      float64 // simulated time the epoch started
+	FlowStart  []float64
+	FlowFinish []float64
+	Elapsed    float64 // last completion minus Start: the collective time
+}
+
+// Driver supplies each job's pattern epoch by epoch and receives the
+// results, so that a tuner can change the pattern between epochs. Pattern
+// is called when the epoch starts, Done when it ends (before the job's next
+// Pattern call). A pattern must not be modified after it is handed over
+// until the epoch that runs it is Done.
+type Driver interface {
+	// Pattern returns the pattern job runs in epoch, or nil to stop the job.
+	Pattern(job, epoch int) *ten.Pattern
+	Done(r EpochResult)
+}
+
+// Fixed is a Driver that runs Patterns[job] in every epoch and keeps every
+// result.
+type Fixed struct {
+	Patterns []*ten.Pattern
+	Results  []EpochResult
+}
+
+// Pattern returns Patterns[job].
+func (f *Fixed) Pattern(job, epoch int) *ten.Pattern { return f.Patterns[job] }
+
+// Done appends r to Results.
+func (f *Fixed) Done(r EpochResult) { f.Results = append(f.Results, r) }
+
+// Sim simulates jobs and external flows on a topology. Configure it with
+// AddExternal and SetCapacity, then Run; Run may be called again and starts
+// from time zero with the same configuration. A Sim is not safe for
+// concurrent use; the Topology it runs on may be shared.
+type Sim struct {
+	topo  *topo.Topology
+	seed  uint64
+	cap   []float64
+	ext   []external
+	paths map[pathKey]route
+	arena []topo.LinkID
+
+	// Run state.
+	now     float64
+	epochs  int
+	driver  Driver
+	jobs    []*jobState
+	running int
+	act     []xfer
+	events  eventHeap
+	seq     uint64
+	ready   []int32 // flows of the job being drained whose inputs have all arrived
+	nextEnd float64
+	err     error
+
+	// Progressive-filling scratch, indexed by link.
+	lrem   []float64
+	lcnt   []int32 // transfers on the link whose rate is not fixed yet
+	lnum   []int32 // transfers on the link
+	loff   []int32
+	lmark  []uint32
+	stamp  uint32
+	links  []topo.LinkID // links that carry an active transfer
+	lflows []int32       // CSR: transfers on each link
+	frozen []bool
+}
+
+type external struct{ src, dst int }
+
+type pathKey struct {
+	src, dst int32
+	port     uint64
+}
+
+type route struct {
+	links []topo.LinkID
+	lat   float64
+}
+
+// xfer is a transfer in flight: a pattern flow (job >= 0) or an external
+// flow (job < 0, never ends).
+type xfer struct {
+	links     []topo.LinkID
+	rem, size float64 // bits
+	rate, end float64
+	lat       float64
+	job, flow int32
+}
+
+// New returns a simulator on t. seed drives every random choice (ECMP
+// ports); the same seed gives the same run.
+func New(t *topo.Topology, seed uint64) *Sim {
+	s := &Sim{topo: t, seed: seed, paths: map[pathKey]route{}}
+	n := t.NumLinks()
+	s.cap = make([]float64, n)
+	for i := range s.cap {
+		s.cap[i] = t.Link(topo.LinkID(i)).Capacity
+	}
+	s.lrem = make([]float64, n)
+	s.lcnt = make([]int32, n)
+	s.lnum = make([]int32, n)
+	s.loff = make([]int32, n)
+	s.lmark = make([]uint32, n)
+	return s
+}
+
+// AddExternal adds count infinitely backlogged flows from host src to host
+// dst, present for the whole of every Run.
+func (s *Sim) AddExternal(src, dst, count int) error {
+	h := s.topo.Hosts()
+	switch {
+	case src < 0 || src >= h:
+		return fmt.Errorf("netsim: external flow source host %d out of range [0, %d)", src, h)
+	case dst < 0 || dst >= h:
+		return fmt.Errorf("netsim: external flow destination host %d out of range [0, %d)", dst, h)
+	case src == dst:
+		return fmt.Errorf("netsim: external flow from host %d to itself", src)
+	case count < 0:
+		return fmt.Errorf("netsim: negative external flow count %d", count)
+	}
+	for range count {
+		s.ext = append(s.ext, external{src, dst})
+	}
+	return nil
+}
+
+// SetCapacity sets a link's capacity for every later Run (a partial link
+// failure: the paper cuts links to 30, 50 or 80 Gbps).
+func (s *Sim) SetCapacity(link topo.LinkID, bps float64) error {
+	if link < 0 || int(link) >= len(s.cap) {
+		return fmt.Errorf("netsim: link %d out of range [0, %d)", link, len(s.cap))
+	}
+	if !(bps > 0) || math.IsInf(bps, 0) {
+		return fmt.Errorf("netsim: link %d: capacity %v bits/s, want a positive finite number", link, bps)
+	}
+	s.cap[link] = bps
+	return nil
+}
+
+// Capacity is a link's current capacity.
+func (s *Sim) Capacity(link topo.LinkID) float64 { return s.cap[link] }
+
+// Now is the simulated time; after Run, when the last job stopped (its
+// last epoch's end plus its Gap).
+func (s *Sim) Now() float64 { return s.now }
+
+// Run simulates each job for up to epochs epochs (fewer where the driver
+// returns nil) and reports every epoch to d. All jobs start at time zero.
+func (s *Sim) Run(jobs []Job, epochs int, d Driver) error {
+	if d == nil {
+		return errors.New("netsim: nil driver")
+	}
+	for i, j := range jobs {
+		if len(j.Hosts) == 0 {
+			return fmt.Errorf("netsim: job %d has no hosts", i)
+		}
+		for r, h := range j.Hosts {
+			if h < 0 || h >= s.topo.Hosts() {
+				return fmt.Errorf("netsim: job %d rank %d on host %d, out of range [0, %d)", i, r, h, s.topo.Hosts())
+			}
+		}
+		if !(j.Bytes >= 0) || math.IsInf(j.Bytes, 0) {
+			return fmt.Errorf("netsim: job %d: message size %v bytes", i, j.Bytes)
+		}
+		if j.Ports < 0 {
+			return fmt.Errorf("netsim: job %d: negative port count %d", i, j.Ports)
+		}
+		if !(j.Gap >= 0) || math.IsInf(j.Gap, 0) {
+			return fmt.Errorf("netsim: job %d: gap %v s, want a finite number >= 0", i, j.Gap)
+		}
+	}
+	s.reset(jobs, epochs, d)
+	// The background has its own random source, so that adding a job does
+	// not reroute it.
+	rng := rand.New(rand.NewPCG(s.seed, 0))
+	for i := range s.ext {
+		e := s.ext[i]
+		r := s.path(e.src, e.dst, rng.Uint64())
+		s.act = append(s.act, xfer{links: r.links, rem: math.Inf(1), size: math.Inf(1), job: -1, flow: int32(i)})
+	}
+	for _, j := range s.jobs {
+		s.push(event{t: 0, kind: evEpoch, job: int32(j.id)})
+	}
+	s.fill()
+	for s.running > 0 && s.err == nil {
+		t := s.nextEnd
+		if len(s.events) > 0 && s.events[0].t < t {
+			t = s.events[0].t
+		}
+		if math.IsInf(t, 1) {
+			return errors.New("netsim: stalled: jobs are running but no flow can progress")
+		}
+		s.advance(t)
+		changed := s.finishTransfers()
+		for len(s.events) > 0 && s.events[0].t <= t && s.err == nil {
+			e := s.pop()
+			j := s.jobs[e.job]
+			switch e.kind {
+			case evArrive:
+				s.complete(j, e.flow)
+			case evEpoch:
+				s.startEpoch(j)
+			}
+			changed = s.drain(j) || changed
+		}
+		if changed {
+			s.fill()
+		}
+	}
+	s.driver = nil
+	return s.err
+}
+
+func (s *Sim) reset(jobs []Job, epochs int, d Driver) {
+	s.now, s.epochs, s.driver, s.err = 0, epochs, d, nil
+	s.act = s.act[:0]
+	s.events = s.events[:0]
+	s.seq = 0
+	s.jobs = s.jobs[:0]
+	for i, j := range jobs {
+		if j.Ports == 0 {
+			j.Ports = DefaultPorts
+		}
+		s.jobs = append(s.jobs, &jobState{
+			Job: j, id: i,
+			rng:  rand.New(rand.NewPCG(s.seed, uint64(i)+1)),
+			salt: mix(s.seed ^ mix(uint64(i)+0x5bd1e995)),
+		})
+	}
+	s.running = len(jobs)
+}
+
+// path returns the cached route of a connection.
+func (s *Sim) path(src, dst int, port uint64) route {
+	k := pathKey{int32(src), int32(dst), port}
+	if r, ok := s.paths[k]; ok {
+		return r
+	}
+	a := len(s.arena)
+	s.arena = s.topo.AppendPath(s.arena, src, dst, int(port))
+	links := s.arena[a:len(s.arena):len(s.arena)]
+	r := route{links: links, lat: s.topo.Latency(links)}
+	s.paths[k] = r
+	return r
+}
+
+// advance moves time to t at the current rates.
+func (s *Sim) advance(t float64) {
+	if dt := t - s.now; dt > 0 {
+		for i := range s.act {
+			if x := &s.act[i]; x.job >= 0 {
+				x.rem -= x.rate * dt
+			}
+		}
+	}
+	s.now = t
+}
+
+// doneTol is the share of a transfer's size below which rounding leftovers
+// count as sent, so that transfers ending together end in one event.
+const doneTol = 1e-12
+
+// finishTransfers removes the transfers whose last byte is sent and
+// schedules their arrivals.
+func (s *Sim) finishTransfers() bool {
+	changed := false
+	for i := 0; i < len(s.act); {
+		x := &s.act[i]
+		if x.job < 0 || (x.end > s.now && x.rem > doneTol*x.size) {
+			i++
+			continue
+		}
+		s.push(event{t: s.now + x.lat, kind: evArrive, job: x.job, flow: x.flow})
+		last := len(s.act) - 1
+		s.act[i] = s.act[last]
+		s.act = s.act[:last]
+		changed = true
+	}
+	return changed
+}
+
+// fill computes the max-min fair rates of the active transfers by
+// progressive filling, over only the links that carry them, and the time
+// the next transfer ends.
+func (s *Sim) fill() {
+	s.stamp++
+	if s.stamp == 0 {
+		clear(s.lmark)
+		s.stamp = 1
+	}
+	s.links = s.links[:0]
+	total := int32(0)
+	for i := range s.act {
+		for _, l := range s.act[i].links {
+			if s.lmark[l] != s.stamp {
+				s.lmark[l] = s.stamp
+				s.lnum[l] = 0
+				s.links = append(s.links, l)
+			}
+			s.lnum[l]++
+			total++
+		}
+	}
+	// Lay the transfers of each link out contiguously; loff[l] ends as the
+	// start of link l's run.
+	off := int32(0)
+	for _, l := range s.links {
+		s.loff[l] = off
+		off += s.lnum[l]
+		s.lcnt[l] = s.lnum[l]
+		s.lrem[l] = s.cap[l]
+	}
+	s.lflows = grow(s.lflows, int(total))
+	for i := range s.act {
+		for _, l := range s.act[i].links {
+			s.lflows[s.loff[l]] = int32(i)
+			s.loff[l]++
+		}
+	}
+	for _, l := range s.links {
+		s.loff[l] -= s.lnum[l]
+	}
+	s.frozen = grow(s.frozen, len(s.act))
+	clear(s.frozen)
+	// Each round saturates the link with the smallest fair share and fixes
+	// the rates of the transfers on it.
+	live := s.links
+	for len(live) > 0 {
+		best, share := -1, math.Inf(1)
+		for k := 0; k < len(live); {
+			l := live[k]
+			if s.lcnt[l] == 0 {
+				live[k] = live[len(live)-1]
+				live = live[:len(live)-1]
+				continue
+			}
+			if sh := s.lrem[l] / float64(s.lcnt[l]); sh < share {
+				best, share = k, sh
+			}
+			k++
+		}
+		if best < 0 {
+			break
+		}
+		share = max(share, 0)
+		b := live[best]
+		for _, i := range s.lflows[s.loff[b] : s.loff[b]+s.lnum[b]] {
+			if s.frozen[i] {
+				continue
+			}
+			s.frozen[i] = true
+			x := &s.act[i]
+			x.rate = share
+			for _, l := range x.links {
+				s.lrem[l] -= share
+				s.lcnt[l]--
+			}
+		}
+	}
+	s.nextEnd = math.Inf(1)
+	for i := range s.act {
+		x := &s.act[i]
+		if x.job < 0 {
+			continue
+		}
+		x.end = s.now + x.rem/x.rate
+		s.nextEnd = min(s.nextEnd, x.end)
+	}
+}
+
+func grow[T any](b []T, n int) []T {
+	if cap(b) < n {
+		return make([]T, n, 2*n)
+	}
+	return b[:n]
+}
+
+func mix(x uint64) uint64 {
+	x ^= x >> 30
+	x *= 0xbf58476d1ce4e5b9
+	x ^= x >> 27
+	x *= 0x94d049bb133111eb
+	x ^= x >> 31
+	return x
+}
