@@ -1,0 +1,250 @@
+// Package tuner is REACT's feedback loop (§5.4 and Algorithm 1 of the
+// paper) as a deterministic state machine driven from outside, in the
+// manner of etcd-io/raft's RawNode: the caller asks which pattern an epoch
+// runs (Pattern), runs it, and hands back every flow's completion time
+// (Observe). At the end of every batch Observe returns a Decision: what was
+// detected, which transforms were tried with their estimated gain, whether
+// the previous change was kept or reverted, and the new pattern, if any,
+// with the epoch from which every rank runs it. There is no I/O, no clock
+// and no goroutine; randomness comes from Config.Seed.
+package tuner
+
+import (
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"slices"
+
+	"github.com/react-torch/react-torch/pkg/critpath"
+	"github.com/react-torch/react-torch/pkg/detect"
+	"github.com/react-torch/react-torch/pkg/model"
+	"github.com/react-torch/react-torch/pkg/semantics"
+	"github.com/react-torch/react-torch/pkg/ten"
+	"github.com/react-torch/react-torch/pkg/transform"
+)
+
+// Trial is one transform the exploration estimated.
+type Trial struct {
+	Swap   transform.Swap
+	Lowers bool    // lowers the problem rank's degree in its congested direction
+	Before float64 // model's mean time over the batch's critical paths, seconds
+	After  float64 // the same with the transform applied
+	// Accepted: After improved on Before by 1+Epsilon and the model's time
+	// for the whole collective did not grow.
+	Accepted bool
+}
+
+// Gain is Before/After, the estimated speed-up of the trial.
+func (t Trial) Gain() float64 { return t.Before / t.After }
+
+// Decision is the outcome of one batch.
+type Decision struct {
+	Batch   int // batch number, from 0
+	Epoch   int // last epoch of the batch
+	Version int // version of the pattern the batch ran
+	// Observed is the batch's mean collective time; Previous that of the
+	// batch before the change under evaluation (0 when none was).
+	Observed, Previous float64
+	Kept, Reverted     bool // verdict on the change under evaluation
+	Explored           bool
+	Congested          []FlowClass
+	Trials             []Trial
+	// Pattern is the pattern every rank runs from epoch Effective on, as
+	// version NewVersion; nil when the pattern stays.
+	Pattern    *ten.Pattern
+	NewVersion int
+	Effective  int
+	Note       string // why nothing was explored, when nothing was
+}
+
+// FlowClass is a flow the detection classified.
+type FlowClass struct {
+	Flow  int
+	Class detect.Class
+}
+
+type pending struct {
+	p         *ten.Pattern
+	version   int
+	effective int
+}
+
+// Tuner tunes one recurring collective. It is not safe for concurrent use.
+type Tuner struct {
+	cfg   Config
+	bytes float64
+	rng   *rand.Rand
+
+	cur     *ten.Pattern
+	version int
+	deg     *ten.Degrees
+	next    *pending
+
+	hist    *model.History
+	batch   [][]float64
+	elapsed []float64
+	batchNo int
+	last    int // last epoch observed, -1 before any
+
+	// the change under evaluation: the pattern before it and that
+	// pattern's observed time
+	prev     *ten.Pattern
+	prevTime float64
+	resolved map[int32]bool // steady ranks moved off the critical path by a kept change
+
+	noGain   int // exploring batches in a row without a kept improvement
+	idle     int // epochs since the last exploration, while stopped
+	ktBonus  int
+	rejected map[string]bool // patterns reverted before, not to be tried again
+}
+
+// New makes a tuner for an initial pattern (which must pass the semantics
+// check) and a message of messageBytes bytes.
+func New(cfg Config, initial *ten.Pattern, messageBytes float64) (*Tuner, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if !(messageBytes > 0) || math.IsInf(messageBytes, 0) {
+		return nil, fmt.Errorf("tuner: message size %v bytes, want > 0", messageBytes)
+	}
+	if err := semantics.Check(initial); err != nil {
+		return nil, fmt.Errorf("tuner: initial pattern: %w", err)
+	}
+	return &Tuner{
+		cfg: cfg, bytes: messageBytes, rng: rand.New(rand.NewPCG(cfg.Seed, 0x7e4c7)),
+		cur: initial.Clone(), deg: ten.NewDegrees(initial), hist: model.NewHistory(cfg.H),
+		last: -1, resolved: map[int32]bool{}, rejected: map[string]bool{},
+	}, nil
+}
+
+// Pattern returns the pattern and version that epoch runs. Epochs must be
+// asked for in order; a pending pattern takes over at its effective epoch.
+func (t *Tuner) Pattern(epoch int) (*ten.Pattern, int) {
+	if t.next != nil && epoch >= t.next.effective {
+		t.cur, t.version = t.next.p, t.next.version
+		t.deg = ten.NewDegrees(t.cur)
+		t.next = nil
+		t.batch, t.elapsed = t.batch[:0], t.elapsed[:0]
+	}
+	return t.cur, t.version
+}
+
+// Observe records epoch's FCTs (seconds, indexed like the flows of the
+// pattern that epoch ran) and, when elapsed > 0, its measured collective
+// time; otherwise the time is the critical path of the FCTs. It returns a
+// Decision at the end of every batch, nil otherwise. Epochs must come in
+// order, each after Pattern(epoch).
+func (t *Tuner) Observe(epoch int, fct []float64, elapsed float64) (*Decision, error) {
+	if epoch <= t.last {
+		return nil, fmt.Errorf("tuner: epoch %d observed after epoch %d", epoch, t.last)
+	}
+	t.Pattern(epoch)
+	if len(fct) != len(t.cur.Flows) {
+		return nil, fmt.Errorf("tuner: epoch %d: %d FCTs for a pattern of %d flows", epoch, len(fct), len(t.cur.Flows))
+	}
+	for i, v := range fct {
+		if !(v > 0) || math.IsInf(v, 0) {
+			return nil, fmt.Errorf("tuner: epoch %d flow %d: FCT %v, want a positive finite time", epoch, i, v)
+		}
+	}
+	if err := t.hist.Observe(epoch, t.cur, t.deg, fct, t.bytes); err != nil {
+		return nil, err
+	}
+	t.last = epoch
+	if t.next != nil {
+		return nil, nil // still on the old pattern, waiting for the switch
+	}
+	if !(elapsed > 0) {
+		elapsed, _ = critpath.New(t.cur).Critical(fct)
+	}
+	t.batch = append(t.batch, slices.Clone(fct))
+	t.elapsed = append(t.elapsed, elapsed)
+	if len(t.batch) < t.cfg.B {
+		return nil, nil
+	}
+	d := t.decide(epoch)
+	t.batch, t.elapsed = t.batch[:0], t.elapsed[:0]
+	t.batchNo++
+	return d, nil
+}
+
+func mean(xs []float64) float64 {
+	s := 0.0
+	for _, x := range xs {
+		s += x
+	}
+	return s / float64(len(xs))
+}
+
+func (t *Tuner) decide(epoch int) *Decision {
+	d := &Decision{Batch: t.batchNo, Epoch: epoch, Version: t.version, Observed: mean(t.elapsed)}
+	if t.prev != nil {
+		d.Previous = t.prevTime
+		if t.prevTime >= (1+t.cfg.TauR)*d.Observed {
+			d.Kept = true
+			t.noGain, t.ktBonus = 0, 0
+		} else {
+			d.Reverted = true
+			t.rejected[fingerprint(t.cur)] = true
+			t.resolved = map[int32]bool{}
+			t.noGain++
+			t.emit(d, t.prev, epoch)
+			t.prev = nil
+			return d
+		}
+		t.prev = nil
+	}
+	if t.noGain >= t.cfg.EMax {
+		t.idle += t.cfg.B
+		if t.idle < t.cfg.EMax*t.cfg.B {
+			d.Note = "exploration stopped after EMax batches without gain"
+			return d
+		}
+		t.noGain, t.idle, t.ktBonus = 0, 0, 0
+	}
+	rep, err := detect.Detect(t.cur, t.deg, t.batch, t.bytes, detect.Config{Delta1: t.cfg.Delta1, Delta2: t.cfg.Delta2})
+	if err != nil { // inputs were validated in Observe; a failure here is a bug
+		panic(err)
+	}
+	for i, c := range rep.Class {
+		if c != detect.None {
+			d.Congested = append(d.Congested, FlowClass{i, c})
+		}
+	}
+	if !rep.Congested() {
+		d.Note = "no congestion detected"
+		return d
+	}
+	d.Explored = true
+	g, trials := t.explore(rep)
+	d.Trials = trials
+	if g == nil || slices.Equal(g.Flows, t.cur.Flows) || t.rejected[fingerprint(g)] {
+		t.noGain++
+		t.ktBonus += t.cfg.KtGrowth
+		return d
+	}
+	if err := semantics.Check(g); err != nil { // only a hash collision in the position evaluator gets here
+		d.Note = fmt.Sprintf("explored pattern refused by the semantics check: %v", err)
+		t.rejected[fingerprint(g)] = true
+		return d
+	}
+	t.prev, t.prevTime = t.cur, d.Observed
+	t.emit(d, g, epoch)
+	return d
+}
+
+func (t *Tuner) emit(d *Decision, p *ten.Pattern, epoch int) {
+	d.Pattern = p
+	d.NewVersion = t.version + 1
+	d.Effective = epoch + t.cfg.Lag
+	t.next = &pending{p: p, version: d.NewVersion, effective: d.Effective}
+}
+
+// fingerprint identifies a pattern by its flows' endpoints.
+func fingerprint(p *ten.Pattern) string {
+	b := make([]byte, 0, 8*len(p.Flows))
+	for _, f := range p.Flows {
+		b = append(b, byte(f.Src), byte(f.Src>>8), byte(f.Src>>16), byte(f.Dst), byte(f.Dst>>8), byte(f.Dst>>16))
+	}
+	return string(b)
+}

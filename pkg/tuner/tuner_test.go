@@ -1,0 +1,202 @@
+package tuner_test
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"reflect"
+	"testing"
+
+	"github.com/react-torch/react-torch/pkg/pattern"
+	"github.com/react-torch/react-torch/pkg/semantics"
+	"github.com/react-torch/react-torch/pkg/ten"
+	"github.com/react-torch/react-torch/pkg/tuner"
+)
+
+// synth gives every flow alpha plus its bytes at a fair share of its
+// degree, times a per-flow factor: a step-synchronous stand-in for a
+// network, enough to drive the loop without the simulator.
+func synth(p *ten.Pattern, factor func(f int, fl ten.Flow) float64) []float64 {
+	deg := ten.NewDegrees(p)
+	out := make([]float64, len(p.Flows))
+	for i, f := range p.Flows {
+		out[i] = (4*us + float64(deg.Flow(&f))*f.Fraction*msg*8/(100*gbps)) * factor(i, f)
+	}
+	return out
+}
+
+func drive(t *testing.T, tu *tuner.Tuner, epochs int, factor func(epoch, f int, fl ten.Flow) float64) []*tuner.Decision {
+	t.Helper()
+	var ds []*tuner.Decision
+	for e := 0; e < epochs; e++ {
+		p, _ := tu.Pattern(e)
+		d, err := tu.Observe(e, synth(p, func(i int, f ten.Flow) float64 { return factor(e, i, f) }), 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d != nil {
+			ds = append(ds, d)
+		}
+	}
+	return ds
+}
+
+func TestNoCongestionNoChange(t *testing.T) {
+	for _, p := range []*ten.Pattern{pattern.TreeAllReduce(8), pattern.TreeAllReduce(13), pattern.RingAllReduce(6), pattern.RecursiveDoublingAllGather(8), pattern.HalvingDoublingAllReduce(6)} {
+		for seed := uint64(1); seed <= 20; seed++ {
+			cfg := tuner.DefaultConfig()
+			cfg.Seed = seed
+			tu, err := tuner.New(cfg, p, msg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rng := rand.New(rand.NewPCG(seed, 99))
+			for _, d := range drive(t, tu, 120, func(int, int, ten.Flow) float64 { return 1 + 0.05*rng.Float64() }) {
+				if d.Pattern != nil || len(d.Congested) > 0 {
+					t.Fatalf("%s %d ranks seed %d: batch %d changed the pattern or saw congestion (%d flows) under 5%% noise",
+						p.Algo, p.Ranks, seed, d.Batch, len(d.Congested))
+				}
+			}
+		}
+	}
+}
+
+// TestRandomNeverUnsafeAndDeterministic feeds random patterns random FCTs:
+// every emitted pattern passes the checker, no emitted change is a no-op,
+// and the same seed makes the same decisions.
+func TestRandomNeverUnsafeAndDeterministic(t *testing.T) {
+	rng := rand.New(rand.NewPCG(7, 7))
+	for iter := 0; iter < 40; iter++ {
+		op := []ten.Op{ten.AllReduce, ten.AllGather, ten.ReduceScatter, ten.Broadcast, ten.Reduce}[rng.IntN(5)]
+		algos := pattern.Algos(op)
+		algo := algos[rng.IntN(len(algos))]
+		n := 2 + rng.IntN(14)
+		root := -1
+		if op.Rooted() {
+			root = rng.IntN(n)
+		}
+		p, err := pattern.Generate(op, algo, n, root)
+		if err != nil {
+			t.Fatal(err)
+		}
+		seed := rng.Uint64()
+		run := func() []*tuner.Decision {
+			cfg := tuner.DefaultConfig()
+			cfg.Seed = seed
+			tu, err := tuner.New(cfg, p, msg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			frng := rand.New(rand.NewPCG(seed, 3))
+			hot := int32(frng.IntN(n))
+			return drive(t, tu, 60, func(e, i int, f ten.Flow) float64 {
+				x := 1 + frng.Float64()
+				if f.Dst == hot || (f.Src == hot && e%3 == 0) {
+					x *= 3
+				}
+				return x
+			})
+		}
+		a, b := run(), run()
+		if !reflect.DeepEqual(a, b) {
+			t.Fatalf("%s/%s n=%d: the same seed gave different decisions", op, algo, n)
+		}
+		prev := p
+		for _, d := range a {
+			if d.Pattern == nil {
+				continue
+			}
+			if err := semantics.Check(d.Pattern); err != nil {
+				t.Fatalf("%s/%s n=%d batch %d: emitted pattern fails the check: %v", op, algo, n, d.Batch, err)
+			}
+			if reflect.DeepEqual(d.Pattern.Flows, prev.Flows) {
+				t.Fatalf("%s/%s n=%d batch %d: emitted a no-op change", op, algo, n, d.Batch)
+			}
+			prev = d.Pattern
+		}
+	}
+}
+
+func TestRevertWhenObservedIsNoBetter(t *testing.T) {
+	p := pattern.TreeAllReduce(8)
+	tu, err := tuner.New(tuner.DefaultConfig(), p, msg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Rank 3's downlink is slow whatever pattern runs, and every pattern
+	// but the initial one is slower still: a change must be reverted.
+	ds := drive(t, tu, 40, func(e, i int, f ten.Flow) float64 {
+		cur, _ := tu.Pattern(e)
+		x := 1.0
+		if f.Dst == 3 {
+			x = 3
+		}
+		if !reflect.DeepEqual(cur.Flows, p.Flows) {
+			x *= 2
+		}
+		return x
+	})
+	emitted, reverted := false, false
+	for _, d := range ds {
+		emitted = emitted || (d.Pattern != nil && !d.Reverted)
+		if d.Reverted {
+			reverted = true
+			if !reflect.DeepEqual(d.Pattern.Flows, p.Flows) {
+				t.Fatal("revert did not restore the previous pattern")
+			}
+		}
+	}
+	if !emitted || !reverted {
+		t.Fatalf("emitted %v reverted %v, want both", emitted, reverted)
+	}
+}
+
+func TestConfigAndInputErrors(t *testing.T) {
+	bad := tuner.DefaultConfig()
+	bad.B = 0
+	if _, err := tuner.New(bad, pattern.RingAllReduce(4), msg); err == nil {
+		t.Error("B = 0 accepted")
+	}
+	broken := pattern.RingAllReduce(4)
+	broken.Flows = broken.Flows[1:]
+	if _, err := tuner.New(tuner.DefaultConfig(), broken, msg); err == nil {
+		t.Error("a pattern failing the check was accepted")
+	}
+	tu, err := tuner.New(tuner.DefaultConfig(), pattern.RingAllReduce(4), msg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tu.Observe(0, []float64{1}, 0); err == nil {
+		t.Error("a batch of the wrong length was accepted")
+	}
+	fct := make([]float64, len(pattern.RingAllReduce(4).Flows))
+	if _, err := tu.Observe(0, fct, 0); err == nil {
+		t.Error("zero FCTs were accepted")
+	}
+}
+
+func BenchmarkDecision(b *testing.B) {
+	for _, n := range []int{8, 64, 1024} {
+		p := pattern.TreeAllReduce(n)
+		b.Run(fmt.Sprintf("tree-%d", n), func(b *testing.B) {
+			cfg := tuner.DefaultConfig()
+			batch := make([][]float64, cfg.B)
+			for e := range batch {
+				batch[e] = synth(p, func(i int, f ten.Flow) float64 {
+					if f.Dst == 3 {
+						return 3
+					}
+					return 1 + 0.01*float64((i*7+e)%5)
+				})
+			}
+			for b.Loop() {
+				tu, _ := tuner.New(cfg, p, msg)
+				for e, fct := range batch {
+					tu.Pattern(e)
+					if _, err := tu.Observe(e, fct, 0); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+		})
+	}
+}
