@@ -19,6 +19,7 @@ build: deps
 
 demo: build
 	$(REACT) pattern --op allreduce --algo tree --ranks 16 --format text
+	$(REACT) pattern --op allreduce --algo tree --ranks 16 --format json | $(REACT) pattern check -
 
 vet: deps
 	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
