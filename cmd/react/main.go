@@ -1,8 +1,10 @@
 // Command react is the command-line face of react-torch: it generates,
-// prints and checks collective patterns.
+// prints and checks collective patterns, and replays recorded flow
+// completion times through the tuner.
 //
 //	react pattern --op allreduce --algo tree --ranks 16 [--format text|json|dot]
 //	react pattern check FILE|-
+//	react replay --pattern P.json --fcts LOG [--bytes N] [--format text|json] [tuner flags]
 //
 // Exit status: 0 success, 1 a check failed, 2 malformed input or usage.
 package main
@@ -41,6 +43,7 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"pattern", "--op OP --algo ALGO --ranks N | check FILE", "generate a collective pattern, or check one for exactly-once semantics", runPattern},
+		{"replay", "--pattern P.json --fcts LOG [--bytes N]", "replay a recorded FCT log through the tuner and print its decisions", runReplay},
 	}
 }
 

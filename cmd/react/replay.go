@@ -1,0 +1,237 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/react-torch/react-torch/pkg/detect"
+	"github.com/react-torch/react-torch/pkg/semantics"
+	"github.com/react-torch/react-torch/pkg/tuner"
+	"github.com/react-torch/react-torch/pkg/wire"
+)
+
+// runReplay feeds a recorded FCT log through the tuner offline, so that its
+// decisions can be inspected without a cluster.
+func runReplay(e *env, args []string) int {
+	fs := newFlagSet("react replay")
+	patPath := fs.String("pattern", "", "initial pattern, JSON (react pattern --format json)")
+	logPath := fs.String("fcts", "", "FCT log, JSON lines (see package wire); - reads stdin")
+	msgBytes := fs.Float64("bytes", 0, "message size in bytes (default: the log's bytes of flow 0 over its fraction)")
+	format := fs.String("format", "text", "output: text or json")
+	d := tuner.DefaultConfig()
+	cfg := d
+	fs.IntVar(&cfg.B, "B", d.B, "batch size, epochs per decision")
+	fs.Float64Var(&cfg.Delta1, "delta1", d.Delta1, "steady-congestion threshold")
+	fs.Float64Var(&cfg.Delta2, "delta2", d.Delta2, "erratic-congestion threshold")
+	fs.IntVar(&cfg.Kt, "kt", d.Kt, "transforms estimated per exploration")
+	fs.IntVar(&cfg.KtGrowth, "kt-growth", d.KtGrowth, "Kt added after each exploring batch without gain")
+	fs.Float64Var(&cfg.Epsilon, "epsilon", d.Epsilon, "minimum estimated gain to accept a transform")
+	fs.IntVar(&cfg.H, "H", d.H, "history length, epochs")
+	fs.IntVar(&cfg.EMax, "emax", d.EMax, "exploring batches without gain before exploration stops")
+	fs.IntVar(&cfg.AMax, "amax", d.AMax, "transforms accepted per batch")
+	fs.Float64Var(&cfg.TauR, "taur", d.TauR, "observed gain required to keep a change")
+	fs.IntVar(&cfg.Lag, "lag", d.Lag, "epochs from a decision to its pattern taking effect")
+	fs.Uint64Var(&cfg.Seed, "seed", d.Seed, "random seed")
+	const synopsis = "--pattern P.json --fcts LOG [--bytes N] [--format text|json] [tuner flags]"
+	if code, done := parseFlags(e, fs, args, synopsis); done {
+		return code
+	}
+	fail := func(format string, a ...any) int {
+		fmt.Fprintf(e.stderr, "react replay: "+format+"\n", a...)
+		return exitUsage
+	}
+	if fs.NArg() > 0 {
+		return fail("unexpected argument %q", fs.Arg(0))
+	}
+	if *patPath == "" {
+		return fail("missing --pattern")
+	}
+	if *logPath == "" {
+		return fail("missing --fcts")
+	}
+	if *format != "text" && *format != "json" {
+		return fail("unknown --format %q (want text or json)", *format)
+	}
+	if err := cfg.Validate(); err != nil {
+		return fail("%v", err)
+	}
+	data, err := os.ReadFile(*patPath)
+	if err != nil {
+		return fail("%v", err)
+	}
+	p, err := wire.DecodeJSON(data)
+	if err != nil {
+		return fail("%s: %v", *patPath, err)
+	}
+	if err := semantics.Check(p); err != nil {
+		return fail("%s: %v", *patPath, err)
+	}
+	var logR io.Reader
+	logName := *logPath
+	if logName == "-" {
+		logR, logName = e.stdin, "stdin"
+	} else {
+		f, err := os.Open(logName)
+		if err != nil {
+			return fail("%v", err)
+		}
+		defer f.Close()
+		logR = f
+	}
+	epochs, err := wire.ReadFCTLog(bufio.NewReader(logR), len(p.Flows))
+	if err != nil {
+		return fail("%s: %v", logName, err)
+	}
+	if len(epochs) == 0 {
+		return fail("%s: no epochs", logName)
+	}
+	if *msgBytes == 0 {
+		b0 := epochs[0].Bytes[0]
+		if b0 == 0 {
+			return fail("%s: no bytes logged for flow 0 of epoch %d; give --bytes", logName, epochs[0].Epoch)
+		}
+		*msgBytes = b0 / p.Flows[0].Fraction
+	}
+	tu, err := tuner.New(cfg, p, *msgBytes)
+	if err != nil {
+		return fail("%v", err)
+	}
+	out := bufio.NewWriter(e.stdout)
+	defer out.Flush()
+	for _, ep := range epochs {
+		if _, v := tu.Pattern(ep.Epoch); v != ep.Version {
+			msg := fmt.Sprintf("epoch %d ran version %d in the log but version %d in the tuner; stopping, the log no longer describes the tuner's pattern", ep.Epoch, ep.Version, v)
+			if *format == "json" {
+				writeJSONLine(out, map[string]any{"stop": msg, "epoch": ep.Epoch, "log_version": ep.Version, "tuner_version": v})
+			} else {
+				fmt.Fprintln(out, msg)
+			}
+			break
+		}
+		dec, err := tu.Observe(ep.Epoch, ep.FCT, ep.Elapsed)
+		if err != nil {
+			out.Flush()
+			return fail("%s: %v", logName, err)
+		}
+		if dec == nil {
+			continue
+		}
+		if *format == "json" {
+			err = writeDecisionJSON(out, dec)
+		} else {
+			err = writeDecisionText(out, dec)
+		}
+		if err != nil {
+			return fail("%v", err)
+		}
+	}
+	if err := out.Flush(); err != nil {
+		fmt.Fprintf(e.stderr, "react replay: writing: %v\n", err)
+		return exitFail
+	}
+	return exitOK
+}
+
+func micros(s float64) string { return fmt.Sprintf("%.3f µs", s*1e6) }
+
+func writeDecisionText(w io.Writer, d *tuner.Decision) error {
+	fmt.Fprintf(w, "batch %d  epoch %d  version %d  observed %s\n", d.Batch, d.Epoch, d.Version, micros(d.Observed))
+	switch {
+	case d.Kept:
+		fmt.Fprintf(w, "  kept: previous %s\n", micros(d.Previous))
+	case d.Reverted:
+		fmt.Fprintf(w, "  reverted: previous %s\n", micros(d.Previous))
+	}
+	var steady, erratic int
+	for _, c := range d.Congested {
+		switch c.Class {
+		case detect.Steady:
+			steady++
+		case detect.Erratic:
+			erratic++
+		}
+	}
+	fmt.Fprintf(w, "  congested flows: %d steady, %d erratic\n", steady, erratic)
+	for _, t := range d.Trials {
+		acc := "rejected"
+		if t.Accepted {
+			acc = "accepted"
+		}
+		fmt.Fprintf(w, "  trial %s  gain %.4f  %s\n", t.Swap, t.Gain(), acc)
+	}
+	if d.Pattern != nil {
+		fmt.Fprintf(w, "  -> version %d from epoch %d\n", d.NewVersion, d.Effective)
+	}
+	if d.Note != "" {
+		fmt.Fprintf(w, "  note: %s\n", d.Note)
+	}
+	_, err := fmt.Fprintln(w)
+	return err
+}
+
+type jsonTrial struct {
+	Swap     string  `json:"swap"`
+	Kind     string  `json:"kind"`
+	Lowers   bool    `json:"lowers"`
+	Before   float64 `json:"before"`
+	After    float64 `json:"after"`
+	Gain     float64 `json:"gain"`
+	Accepted bool    `json:"accepted"`
+}
+
+type jsonClass struct {
+	Flow  int    `json:"flow"`
+	Class string `json:"class"`
+}
+
+type jsonDecision struct {
+	Batch      int             `json:"batch"`
+	Epoch      int             `json:"epoch"`
+	Version    int             `json:"version"`
+	Observed   float64         `json:"observed"`
+	Previous   float64         `json:"previous"`
+	Kept       bool            `json:"kept"`
+	Reverted   bool            `json:"reverted"`
+	Explored   bool            `json:"explored"`
+	Congested  []jsonClass     `json:"congested"`
+	Trials     []jsonTrial     `json:"trials"`
+	NewVersion int             `json:"new_version,omitempty"`
+	Effective  int             `json:"effective,omitempty"`
+	Pattern    json.RawMessage `json:"pattern,omitempty"`
+	Note       string          `json:"note,omitempty"`
+}
+
+func writeDecisionJSON(w io.Writer, d *tuner.Decision) error {
+	j := jsonDecision{Batch: d.Batch, Epoch: d.Epoch, Version: d.Version, Observed: d.Observed, Previous: d.Previous,
+		Kept: d.Kept, Reverted: d.Reverted, Explored: d.Explored, Congested: []jsonClass{}, Trials: []jsonTrial{}, Note: d.Note}
+	for _, c := range d.Congested {
+		j.Congested = append(j.Congested, jsonClass{c.Flow, c.Class.String()})
+	}
+	for _, t := range d.Trials {
+		j.Trials = append(j.Trials, jsonTrial{t.Swap.String(), t.Swap.Kind.String(), t.Lowers, t.Before, t.After, t.Gain(), t.Accepted})
+	}
+	if d.Pattern != nil {
+		j.NewVersion, j.Effective = d.NewVersion, d.Effective
+		var b bytes.Buffer
+		if err := wire.EncodeJSON(&b, d.Pattern); err != nil {
+			return err
+		}
+		j.Pattern = b.Bytes()
+	}
+	return writeJSONLine(w, j)
+}
+
+// writeJSONLine writes v compactly on one line (json.Marshal also compacts
+// the embedded pattern).
+func writeJSONLine(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}

@@ -1,0 +1,249 @@
+package wire
+
+// # FCT log
+//
+// The runtime (Go or Python) records every flow's completion time in JSON
+// lines, one object per line, so that a run can be replayed through the
+// tuner offline (react replay). A flow record:
+//
+//	{"epoch": 12, "version": 0, "flow": 5, "chunk": 1, "step": 2, "src": 5, "dst": 3, "bytes": 1000000, "fct": 0.000324}
+//
+// and, at most once per epoch, an epoch record (no "flow" key) carrying the
+// collective's measured time:
+//
+//	{"epoch": 12, "version": 0, "elapsed": 0.0013}
+//
+//	epoch    int    epoch number, >= 0; records of one epoch are contiguous,
+//	                epochs increase (gaps are allowed)
+//	version  int    version of the pattern the epoch ran, >= 0, the same in
+//	                every record of the epoch
+//	flow     int    index of the flow in that pattern's "flows", in [0, F)
+//	chunk, step, src, dst
+//	         int    the flow's fields, for people; optional, not checked
+//	bytes    number bytes the flow carried; optional, >= 0
+//	fct      number flow completion time, seconds, > 0
+//	elapsed  number collective time of the epoch, seconds, > 0 (epoch
+//	                record only)
+//
+// Every epoch lists each of its F flows exactly once. Integers are integer
+// literals; unknown keys are ignored; blank lines are skipped. A reader
+// names the line of the first record at fault.
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"strconv"
+)
+
+// EpochRecord is FCTRecord.Flow for an epoch record.
+const EpochRecord = -1
+
+// maxFCTLine bounds one line of an FCT log; records are under 200 bytes.
+const maxFCTLine = 1 << 20
+
+// FCTRecord is one line of an FCT log: a flow record, or an epoch record
+// when Flow is EpochRecord (then only Epoch, Version and Elapsed count).
+type FCTRecord struct {
+	Epoch, Version        int
+	Flow                  int
+	Chunk, Step, Src, Dst int
+	Bytes, FCT, Elapsed   float64
+}
+
+// FCTEpoch is one epoch of an FCT log.
+type FCTEpoch struct {
+	Epoch, Version int
+	FCT            []float64 // seconds, indexed by flow
+	Bytes          []float64 // as logged, 0 where a record gave none
+	Elapsed        float64   // 0 when the epoch had no epoch record
+}
+
+func positiveFinite(v float64) bool { return v > 0 && !math.IsInf(v, 0) }
+
+// EncodeFCTRecord writes r as one line of an FCT log.
+func EncodeFCTRecord(w io.Writer, r FCTRecord) error {
+	if r.Epoch < 0 || r.Version < 0 {
+		return fmt.Errorf("wire: fct log: epoch %d version %d, want both >= 0", r.Epoch, r.Version)
+	}
+	b := make([]byte, 0, 192)
+	b = append(b, `{"epoch": `...)
+	b = strconv.AppendInt(b, int64(r.Epoch), 10)
+	b = append(b, `, "version": `...)
+	b = strconv.AppendInt(b, int64(r.Version), 10)
+	if r.Flow == EpochRecord {
+		if !positiveFinite(r.Elapsed) {
+			return fmt.Errorf("wire: fct log: epoch %d: elapsed %v, want a positive finite time", r.Epoch, r.Elapsed)
+		}
+		b = append(b, `, "elapsed": `...)
+		b = strconv.AppendFloat(b, r.Elapsed, 'g', -1, 64)
+	} else {
+		switch {
+		case r.Flow < 0:
+			return fmt.Errorf("wire: fct log: epoch %d: flow %d, want >= 0", r.Epoch, r.Flow)
+		case !positiveFinite(r.FCT):
+			return fmt.Errorf("wire: fct log: epoch %d flow %d: fct %v, want a positive finite time", r.Epoch, r.Flow, r.FCT)
+		case !(r.Bytes >= 0) || math.IsInf(r.Bytes, 0):
+			return fmt.Errorf("wire: fct log: epoch %d flow %d: bytes %v, want >= 0 and finite", r.Epoch, r.Flow, r.Bytes)
+		}
+		for _, kv := range [...]struct {
+			k string
+			v int
+		}{{"flow", r.Flow}, {"chunk", r.Chunk}, {"step", r.Step}, {"src", r.Src}, {"dst", r.Dst}} {
+			b = append(b, `, "`...)
+			b = append(b, kv.k...)
+			b = append(b, `": `...)
+			b = strconv.AppendInt(b, int64(kv.v), 10)
+		}
+		b = append(b, `, "bytes": `...)
+		if r.Bytes == math.Trunc(r.Bytes) && r.Bytes < 1e21 {
+			b = strconv.AppendFloat(b, r.Bytes, 'f', -1, 64) // byte counts read best as integers
+		} else {
+			b = strconv.AppendFloat(b, r.Bytes, 'g', -1, 64)
+		}
+		b = append(b, `, "fct": `...)
+		b = strconv.AppendFloat(b, r.FCT, 'g', -1, 64)
+	}
+	b = append(b, "}\n"...)
+	_, err := w.Write(b)
+	return err
+}
+
+// fctLine is a record as read; pointers tell absent keys from zeros.
+type fctLine struct {
+	Epoch   *int     `json:"epoch"`
+	Version *int     `json:"version"`
+	Flow    *int     `json:"flow"`
+	Bytes   *float64 `json:"bytes"`
+	FCT     *float64 `json:"fct"`
+	Elapsed *float64 `json:"elapsed"`
+}
+
+// ReadFCTLog reads an FCT log for a pattern of flows flows and groups it by
+// epoch, in order. Errors name the line at fault.
+func ReadFCTLog(r io.Reader, flows int) ([]FCTEpoch, error) {
+	if flows < 1 {
+		return nil, fmt.Errorf("wire: fct log: %d flows, want >= 1", flows)
+	}
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 4096), maxFCTLine)
+	var (
+		out   []FCTEpoch
+		cur   *FCTEpoch
+		seen  []bool
+		have  int  // flows seen in cur
+		hasEl bool // cur has its epoch record
+		start int  // line of cur's first record
+		line  int
+	)
+	fail := func(format string, a ...any) error {
+		return fmt.Errorf("wire: fct log: line %d: "+format, append([]any{line}, a...)...)
+	}
+	// finish checks that cur is complete; at is the line that ended it.
+	finish := func(at string) error {
+		if cur == nil || have == len(seen) {
+			return nil
+		}
+		for f, ok := range seen {
+			if !ok {
+				return fmt.Errorf("wire: fct log: %s: epoch %d (from line %d) has %d of %d flows; flow %d is missing",
+					at, cur.Epoch, start, have, flows, f)
+			}
+		}
+		return nil
+	}
+	for sc.Scan() {
+		line++
+		text := sc.Bytes()
+		if len(trimSpace(text)) == 0 {
+			continue
+		}
+		var rec fctLine
+		if err := json.Unmarshal(text, &rec); err != nil {
+			var se *json.SyntaxError
+			if errors.As(err, &se) {
+				return nil, fail("malformed JSON at column %d: %v", se.Offset, err)
+			}
+			return nil, fail("%v", err)
+		}
+		switch {
+		case rec.Epoch == nil:
+			return nil, fail(`missing "epoch"`)
+		case rec.Version == nil:
+			return nil, fail(`missing "version"`)
+		case *rec.Epoch < 0:
+			return nil, fail("epoch %d, want >= 0", *rec.Epoch)
+		case *rec.Version < 0:
+			return nil, fail("version %d, want >= 0", *rec.Version)
+		}
+		epoch, version := *rec.Epoch, *rec.Version
+		if cur == nil || epoch != cur.Epoch {
+			if cur != nil && epoch < cur.Epoch {
+				return nil, fail("epoch %d after epoch %d: epochs out of order", epoch, cur.Epoch)
+			}
+			if err := finish(fmt.Sprintf("line %d", line)); err != nil {
+				return nil, err
+			}
+			out = append(out, FCTEpoch{Epoch: epoch, Version: version, FCT: make([]float64, flows), Bytes: make([]float64, flows)})
+			cur = &out[len(out)-1]
+			seen, have, hasEl, start = make([]bool, flows), 0, false, line
+		} else if version != cur.Version {
+			return nil, fail("epoch %d: version %d, but line %d gave version %d", epoch, version, start, cur.Version)
+		}
+		if rec.Flow == nil {
+			switch {
+			case rec.Elapsed == nil:
+				return nil, fail(`epoch %d: a record with neither "flow" nor "elapsed"`, epoch)
+			case rec.FCT != nil:
+				return nil, fail(`epoch %d: "fct" without "flow"`, epoch)
+			case hasEl:
+				return nil, fail("epoch %d: a second epoch record", epoch)
+			case !positiveFinite(*rec.Elapsed):
+				return nil, fail("epoch %d: elapsed %v, want a positive finite time", epoch, *rec.Elapsed)
+			}
+			cur.Elapsed, hasEl = *rec.Elapsed, true
+			continue
+		}
+		f := *rec.Flow
+		switch {
+		case f < 0 || f >= flows:
+			return nil, fail("epoch %d: flow %d out of range [0, %d)", epoch, f, flows)
+		case seen[f]:
+			return nil, fail("epoch %d: duplicate flow %d", epoch, f)
+		case rec.Elapsed != nil:
+			return nil, fail(`epoch %d flow %d: "elapsed" belongs in the epoch record`, epoch, f)
+		case rec.FCT == nil:
+			return nil, fail(`epoch %d flow %d: missing "fct"`, epoch, f)
+		case !positiveFinite(*rec.FCT):
+			return nil, fail("epoch %d flow %d: fct %v, want a positive finite time", epoch, f, *rec.FCT)
+		case rec.Bytes != nil && (!(*rec.Bytes >= 0) || math.IsInf(*rec.Bytes, 0)):
+			return nil, fail("epoch %d flow %d: bytes %v, want >= 0 and finite", epoch, f, *rec.Bytes)
+		}
+		seen[f] = true
+		have++
+		cur.FCT[f] = *rec.FCT
+		if rec.Bytes != nil {
+			cur.Bytes[f] = *rec.Bytes
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("wire: fct log: after line %d: %w", line, err)
+	}
+	if err := finish(fmt.Sprintf("end of input (line %d)", line)); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func trimSpace(b []byte) []byte {
+	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t' || b[0] == '\r') {
+		b = b[1:]
+	}
+	for len(b) > 0 && (b[len(b)-1] == ' ' || b[len(b)-1] == '\t' || b[len(b)-1] == '\r') {
+		b = b[:len(b)-1]
+	}
+	return b
+}
