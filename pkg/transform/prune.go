@@ -36,6 +36,74 @@ const (
 // the paper's own choice, rank 2: rank 3 becomes a leaf of both trees and
 // sends two flows at step 1 where 2 sent one.
 func Prune(p *ten.Pattern, deg *ten.Degrees, s Swap, x int32, dir Dir) (viable, lowers bool) {
+	return NewPruner(p, deg).Prune(s, x, dir)
+}
+
+// Pruner applies Prune to many swaps of one pattern; it indexes the flows
+// by rank once, so that each swap costs only the flows of its two ranks.
+type Pruner struct {
+	p      *ten.Pattern
+	deg    *ten.Degrees
+	start  []int32 // per rank, into flows: the flows the rank sends or receives
+	flows  []int32
+	merged []int32
+}
+
+// NewPruner indexes p; deg must be p's degrees.
+func NewPruner(p *ten.Pattern, deg *ten.Degrees) *Pruner {
+	pr := &Pruner{p: p, deg: deg, start: make([]int32, p.Ranks+1)}
+	for i := range p.Flows {
+		pr.start[p.Flows[i].Src+1]++
+		pr.start[p.Flows[i].Dst+1]++
+	}
+	for r := 0; r < p.Ranks; r++ {
+		pr.start[r+1] += pr.start[r]
+	}
+	pr.flows = make([]int32, pr.start[p.Ranks])
+	next := append([]int32(nil), pr.start[:p.Ranks]...)
+	for i := range p.Flows {
+		for _, r := range [...]int32{p.Flows[i].Src, p.Flows[i].Dst} {
+			pr.flows[next[r]] = int32(i)
+			next[r]++
+		}
+	}
+	return pr
+}
+
+// changed lists, in increasing order, the flows the swap changes; only
+// flows of its two ranks can change.
+func (pr *Pruner) changed(s Swap) []int32 {
+	a := pr.flows[pr.start[s.A.Rank]:pr.start[s.A.Rank+1]]
+	b := pr.flows[pr.start[s.B.Rank]:pr.start[s.B.Rank+1]]
+	out := pr.merged[:0]
+	add := func(i int32) {
+		if n := len(out); n > 0 && out[n-1] == i {
+			return
+		}
+		f := &pr.p.Flows[i]
+		if s.Kind != Global && f.Chunk != s.A.Chunk {
+			return
+		}
+		if src, dst := s.relabel(f); src != f.Src || dst != f.Dst {
+			out = append(out, i)
+		}
+	}
+	for len(a) > 0 || len(b) > 0 {
+		if len(b) == 0 || (len(a) > 0 && a[0] <= b[0]) {
+			add(a[0])
+			a = a[1:]
+		} else {
+			add(b[0])
+			b = b[1:]
+		}
+	}
+	pr.merged = out
+	return out
+}
+
+// Prune is the package-level Prune on the indexed pattern.
+func (pr *Pruner) Prune(s Swap, x int32, dir Dir) (viable, lowers bool) {
+	p, deg := pr.p, pr.deg
 	y := s.B.Rank
 	if x == s.B.Rank {
 		y = s.A.Rank
@@ -44,7 +112,7 @@ func Prune(p *ten.Pattern, deg *ten.Degrees, s Swap, x int32, dir Dir) (viable, 
 	dIn, dOut := map[key]int{}, map[key]int{}
 	var takeIn, takeOut []int32 // steps at which y takes over x's flows
 	lossIn, lossOut := 0, 0
-	for _, i := range Changed(p, s) {
+	for _, i := range pr.changed(s) {
 		f := &p.Flows[i]
 		src, dst := s.relabel(f)
 		if dst != f.Dst {

@@ -210,3 +210,18 @@ func BenchmarkBruteForce(b *testing.B) {
 		})
 	}
 }
+
+func TestPrunerMatchesChanged(t *testing.T) {
+	for name, p := range smallPatterns() {
+		pr := NewPruner(p, ten.NewDegrees(p))
+		for x := 0; x < p.Ranks; x++ {
+			for y := 0; y < p.Ranks; y++ {
+				for _, s := range []Swap{GlobalSwap(x, y), ChunkSwap(p.Chunks()-1, x, y), PositionSwap(Vertex{0, 1, int32(x)}, Vertex{0, 0, int32(y)})} {
+					if got, want := pr.changed(s), Changed(p, s); fmt.Sprint(got) != fmt.Sprint(want) && !(len(got) == 0 && len(want) == 0) {
+						t.Fatalf("%s %v: indexed %v, scan %v", name, s, got, want)
+					}
+				}
+			}
+		}
+	}
+}

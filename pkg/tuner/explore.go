@@ -25,6 +25,14 @@ type state struct {
 	est      []float64
 	paths    float64 // mean estimated time over the batch's critical paths
 	makespan float64 // estimated time of the whole collective
+	prune    *transform.Pruner
+}
+
+func (s *state) pruner() *transform.Pruner {
+	if s.prune == nil {
+		s.prune = transform.NewPruner(s.p, s.deg)
+	}
+	return s.prune
 }
 
 func (t *Tuner) evaluate(p *ten.Pattern, deg *ten.Degrees, paths [][]int32) *state {
@@ -166,11 +174,12 @@ type candidate struct {
 // never the replacement.
 func (t *Tuner) candidates(g *state, positions *transform.Positions, x transform.Vertex, dir transform.Dir, exclude map[int32]bool) []candidate {
 	var buckets [6][]candidate
+	pruner := g.pruner()
 	add := func(s transform.Swap, y int32) {
 		if y == x.Rank || exclude[y] {
 			return
 		}
-		viable, lowers := transform.Prune(g.p, g.deg, s, x.Rank, dir)
+		viable, lowers := pruner.Prune(s, x.Rank, dir)
 		if !viable {
 			return
 		}
