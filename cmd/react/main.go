@@ -1,10 +1,11 @@
 // Command react is the command-line face of react-torch: it generates,
-// prints and checks collective patterns, and replays recorded flow
-// completion times through the tuner.
+// prints and checks collective patterns, replays recorded flow completion
+// times through the tuner, and runs the simulation scenarios.
 //
 //	react pattern --op allreduce --algo tree --ranks 16 [--format text|json|dot]
 //	react pattern check FILE|-
 //	react replay --pattern P.json --fcts LOG [--bytes N] [--format text|json] [tuner flags]
+//	react sim --scenario FILE [--seed S] [--out DIR] [--format text|json]
 //
 // Exit status: 0 success, 1 a check failed, 2 malformed input or usage.
 package main
@@ -44,6 +45,7 @@ func commands() []command {
 	return []command{
 		{"pattern", "--op OP --algo ALGO --ranks N | check FILE", "generate a collective pattern, or check one for exactly-once semantics", runPattern},
 		{"replay", "--pattern P.json --fcts LOG [--bytes N]", "replay a recorded FCT log through the tuner and print its decisions", runReplay},
+		{"sim", "--scenario FILE [--seed S] [--out DIR]", "run a simulation scenario: baseline, REACT and oracle side by side", runSim},
 	}
 }
 

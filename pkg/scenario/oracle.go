@@ -1,0 +1,228 @@
+package scenario
+
+import (
+	"encoding/binary"
+	"slices"
+
+	"github.com/react-torch/react-torch/pkg/netsim"
+	"github.com/react-torch/react-torch/pkg/semantics"
+	"github.com/react-torch/react-torch/pkg/ten"
+	"github.com/react-torch/react-torch/pkg/transform"
+)
+
+// The oracle answers "how much could the tuner's transforms have gained
+// here?" It knows the true congestion (it runs the case's own simulator,
+// same seeds, same port draws) and searches exhaustively: every valid
+// transform of the three kinds the tuner uses, then every transform of the
+// best of those. Each candidate runs statically for the whole case and is
+// judged on the measured epochs, so the oracle is never worse than the
+// baseline (the baseline is a candidate) but may profit from the case's
+// particular port draws: it is an upper bound on what one or two static
+// transforms achieve in this case, not a prediction.
+
+type oracleResult struct {
+	series     []Series
+	swaps      [][]string
+	evaluated  []int
+	depth      []int
+	exhaustive []bool
+}
+
+type move struct {
+	p     *ten.Pattern
+	swaps []transform.Swap
+	score float64
+}
+
+// fingerprint identifies a pattern by its flows' endpoints (transforms
+// change nothing else).
+func fingerprint(p *ten.Pattern) string {
+	b := make([]byte, 0, 8*len(p.Flows))
+	for i := range p.Flows {
+		b = binary.LittleEndian.AppendUint32(b, uint32(p.Flows[i].Src))
+		b = binary.LittleEndian.AppendUint32(b, uint32(p.Flows[i].Dst))
+	}
+	return string(b)
+}
+
+// neighbours lists every pattern one valid transform away from p that seen
+// does not hold yet, adding them to seen: position swaps, then chunk-local,
+// then global, each in a fixed order (ties in the search go to the first).
+func neighbours(p *ten.Pattern, seen map[string]bool) []move {
+	var out []move
+	try := func(s transform.Swap) {
+		q := transform.Apply(p, s)
+		fp := fingerprint(q)
+		if seen[fp] || semantics.Check(q) != nil {
+			return
+		}
+		seen[fp] = true
+		out = append(out, move{p: q, swaps: []transform.Swap{s}})
+	}
+	chunks := p.Chunks()
+	ps := transform.NewPositions(p)
+	for c := 0; c < chunks; c++ {
+		vs := ps.Occupied(c)
+		for k, a := range vs {
+			for _, b := range ps.Partners(a) {
+				if i, _ := slices.BinarySearchFunc(vs, b, cmpVertex); i > k {
+					try(transform.PositionSwap(a, b))
+				}
+			}
+		}
+	}
+	if chunks > 1 {
+		for c := 0; c < chunks; c++ {
+			for x := 0; x < p.Ranks; x++ {
+				for y := x + 1; y < p.Ranks; y++ {
+					try(transform.ChunkSwap(c, x, y))
+				}
+			}
+		}
+	}
+	for x := 0; x < p.Ranks; x++ {
+		for y := x + 1; y < p.Ranks; y++ {
+			try(transform.GlobalSwap(x, y))
+		}
+	}
+	return out
+}
+
+func cmpVertex(a, b transform.Vertex) int {
+	if a.Step != b.Step {
+		return int(a.Step - b.Step)
+	}
+	return int(a.Rank - b.Rank)
+}
+
+// oracleEstimate is the number of simulations the oracle will run for job
+// j, for the progress bar.
+func (in *instance) oracleEstimate(j int) float64 {
+	o := in.sc.Oracle
+	n := float64(len(in.level1(j)))
+	if in.depth2(j) {
+		b := float64(o.beam())
+		if o.beam() < 0 {
+			b = n
+		}
+		n += min(b, n) * n
+	}
+	return min(n+1, float64(o.budget())+1)
+}
+
+func (in *instance) depth2(j int) bool {
+	return in.sc.Oracle.depth() >= 2 && in.patterns[j].Ranks <= in.sc.Oracle.maxRanks2()
+}
+
+// level1 caches the neighbours of job j's initial pattern.
+func (in *instance) level1(j int) []move {
+	if in.l1 == nil {
+		in.l1 = map[int][]move{}
+	}
+	if m, ok := in.l1[j]; ok {
+		return m
+	}
+	m := neighbours(in.patterns[j], map[string]bool{fingerprint(in.patterns[j]): true})
+	in.l1[j] = m
+	return m
+}
+
+func (in *instance) objective(s Series) float64 {
+	if in.sc.Oracle.Objective == "p95" {
+		return s.AlgBWP95
+	}
+	return s.AlgBW
+}
+
+// oracle searches each tuned job in turn, the others running their
+// patterns chosen so far, then runs all of them together.
+func (in *instance) oracle(sim *netsim.Sim, tuned []int, base []Series, prog *progress) (*oracleResult, error) {
+	n := len(in.sc.Jobs)
+	res := &oracleResult{swaps: make([][]string, n), evaluated: make([]int, n), depth: make([]int, n), exhaustive: make([]bool, n)}
+	choice := slices.Clone(in.patterns)
+	cur := base
+	for _, j := range tuned {
+		o := in.sc.Oracle
+		budget := o.budget()
+		eval := func(p *ten.Pattern) (float64, error) {
+			pats := slices.Clone(choice)
+			pats[j] = p
+			ser, err := in.static(sim, pats)
+			if err != nil {
+				return 0, err
+			}
+			res.evaluated[j]++
+			prog.step(1)
+			return in.objective(ser[j]), nil
+		}
+		best := move{p: choice[j], score: in.objective(cur[j])}
+		cut := false
+		level := func(ms []move, prefix []transform.Swap) ([]move, error) {
+			var done []move
+			for _, m := range ms {
+				if res.evaluated[j] >= budget {
+					cut = true
+					break
+				}
+				sc, err := eval(m.p)
+				if err != nil {
+					return nil, err
+				}
+				m.score = sc
+				m.swaps = append(slices.Clone(prefix), m.swaps...)
+				done = append(done, m)
+				if sc > best.score {
+					best = m
+				}
+			}
+			return done, nil
+		}
+		seen := map[string]bool{fingerprint(choice[j]): true}
+		l1 := in.level1(j)
+		for _, m := range l1 {
+			seen[fingerprint(m.p)] = true
+		}
+		done, err := level(l1, nil)
+		if err != nil {
+			return nil, err
+		}
+		res.depth[j] = 1
+		full := true
+		if in.depth2(j) && !cut {
+			res.depth[j] = 2
+			slices.SortStableFunc(done, func(a, b move) int {
+				switch {
+				case a.score > b.score:
+					return -1
+				case a.score < b.score:
+					return 1
+				}
+				return 0
+			})
+			top := done
+			if b := o.beam(); b >= 0 && b < len(done) {
+				top, full = done[:b], false
+			}
+			for _, q := range top {
+				if cut {
+					break
+				}
+				if _, err := level(neighbours(q.p, seen), q.swaps); err != nil {
+					return nil, err
+				}
+			}
+		}
+		res.exhaustive[j] = !cut && full
+		for _, s := range best.swaps {
+			res.swaps[j] = append(res.swaps[j], s.String())
+		}
+		if best.p != choice[j] {
+			choice[j] = best.p
+			if cur, err = in.static(sim, choice); err != nil {
+				return nil, err
+			}
+		}
+	}
+	res.series = cur
+	return res, nil
+}

@@ -1,0 +1,329 @@
+package wire
+
+// # FCT batch (msgpack)
+//
+// The runtime hands the tuner its measurements in batches: the flow
+// completion times of Epochs consecutive epochs, all run with one pattern
+// version. A batch is one msgpack map in the column style of the pattern
+// form (keys in any order, unknown keys skipped, no key twice):
+//
+//	"format"   str  "react.fcts/v1"
+//	"epoch0"   int  first epoch of the batch, >= 0; row e is epoch epoch0+e
+//	"version"  int  pattern version every epoch of the batch ran, >= 0
+//	"epochs"   int  B, number of epochs, >= 1
+//	"nflows"   int  F, flows of that pattern, >= 1
+//	"fct"      map  {"dtype": "<f8", "shape": [B, F], "data": bin of B*F*8 bytes}
+//	                row-major: the FCT of flow f in row e is element e*F+f;
+//	                seconds, every value > 0 and finite
+//	"elapsed"  map  {"dtype": "<f8", "shape": [B], "data": bin of B*8 bytes}
+//	                the measured collective time of each epoch, seconds,
+//	                >= 0 and finite; 0 means not measured (the tuner then
+//	                takes the critical path of the FCTs)
+//
+// Python writes a column as {"dtype": "<f8", "shape": list(a.shape), "data":
+// a.astype("<f8").tobytes()}.
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"math"
+
+	"github.com/vmihailenco/msgpack/v5"
+)
+
+// BatchFormat is the format string of an FCT batch.
+const BatchFormat = "react.fcts/v1"
+
+// maxEpoch bounds epoch numbers so that epoch0+epochs never overflows.
+const maxEpoch = 1 << 48
+
+// FCTBatch is the measurements of Epochs consecutive epochs.
+type FCTBatch struct {
+	Epoch0  int // first epoch
+	Version int // pattern version all epochs ran
+	Epochs  int // B
+	Flows   int // F
+	// FCT holds Epochs*Flows completion times in seconds, row-major: Row(e)
+	// is epoch Epoch0+e.
+	FCT []float64
+	// Elapsed holds each epoch's measured collective time in seconds, 0
+	// where it was not measured.
+	Elapsed []float64
+}
+
+// Row returns the FCTs of epoch Epoch0+e, sharing the batch's storage.
+func (b *FCTBatch) Row(e int) []float64 { return b.FCT[e*b.Flows : (e+1)*b.Flows : (e+1)*b.Flows] }
+
+// Validate names the first field out of range.
+func (b *FCTBatch) Validate() error {
+	switch {
+	case b.Epoch0 < 0 || b.Epoch0 > maxEpoch:
+		return fmt.Errorf("epoch0 %d out of range [0, %d]", b.Epoch0, maxEpoch)
+	case b.Version < 0 || b.Version > math.MaxInt32:
+		return fmt.Errorf("version %d out of range [0, %d]", b.Version, math.MaxInt32)
+	case b.Epochs < 1 || b.Epochs > math.MaxInt32:
+		return fmt.Errorf("epochs %d out of range [1, %d]", b.Epochs, math.MaxInt32)
+	case b.Flows < 1 || b.Flows > math.MaxInt32:
+		return fmt.Errorf("nflows %d out of range [1, %d]", b.Flows, math.MaxInt32)
+	case int64(len(b.FCT)) != int64(b.Epochs)*int64(b.Flows):
+		return fmt.Errorf("fct has %d values, want %d (%d epochs x %d flows)", len(b.FCT), int64(b.Epochs)*int64(b.Flows), b.Epochs, b.Flows)
+	case len(b.Elapsed) != b.Epochs:
+		return fmt.Errorf("elapsed has %d values, want %d (one per epoch)", len(b.Elapsed), b.Epochs)
+	}
+	for i, v := range b.FCT {
+		if !positiveFinite(v) {
+			return fmt.Errorf("fct: epoch %d flow %d: %v, want a positive finite time", b.Epoch0+i/b.Flows, i%b.Flows, v)
+		}
+	}
+	for e, v := range b.Elapsed {
+		if !(v >= 0) || math.IsInf(v, 0) {
+			return fmt.Errorf("elapsed: epoch %d: %v, want >= 0 and finite", b.Epoch0+e, v)
+		}
+	}
+	return nil
+}
+
+// EncodeFCTBatch returns the msgpack form of b.
+func EncodeFCTBatch(b *FCTBatch) ([]byte, error) { return AppendFCTBatch(nil, b) }
+
+// AppendFCTBatch appends the msgpack form of b to dst, so that a writer can
+// reuse one buffer for every batch.
+func AppendFCTBatch(dst []byte, b *FCTBatch) ([]byte, error) {
+	if err := b.Validate(); err != nil {
+		return dst, fmt.Errorf("wire: fct batch: refusing to encode: %w", err)
+	}
+	w := &appendWriter{b: dst}
+	if cap(dst)-len(dst) < 256+8*(len(b.FCT)+len(b.Elapsed)) {
+		w.b = make([]byte, len(dst), len(dst)+256+8*(len(b.FCT)+len(b.Elapsed)))
+		copy(w.b, dst)
+	}
+	e := encoder{e: msgpack.NewEncoder(w)}
+	e.do(e.e.EncodeMapLen(7))
+	e.str("format", BatchFormat)
+	e.int("epoch0", int64(b.Epoch0))
+	e.int("version", int64(b.Version))
+	e.int("epochs", int64(b.Epochs))
+	e.int("nflows", int64(b.Flows))
+	for _, c := range [...]struct {
+		name  string
+		shape []int
+		vals  []float64
+	}{{"fct", []int{b.Epochs, b.Flows}, b.FCT}, {"elapsed", []int{b.Epochs}, b.Elapsed}} {
+		e.do(e.e.EncodeString(c.name))
+		e.do(e.e.EncodeMapLen(3))
+		e.str("dtype", "<f8")
+		e.do(e.e.EncodeString("shape"))
+		e.do(e.e.EncodeArrayLen(len(c.shape)))
+		for _, s := range c.shape {
+			e.do(e.e.EncodeInt(int64(s)))
+		}
+		e.do(e.e.EncodeString("data"))
+		e.do(e.e.EncodeBytesLen(8 * len(c.vals)))
+		if e.err != nil {
+			break
+		}
+		for _, v := range c.vals {
+			w.b = binary.LittleEndian.AppendUint64(w.b, math.Float64bits(v))
+		}
+	}
+	if e.err != nil {
+		return dst, fmt.Errorf("wire: fct batch: %w", e.err)
+	}
+	return w.b, nil
+}
+
+// DecodeFCTBatch reads the msgpack form of an FCT batch and validates it.
+// It never panics; errors name the key at fault.
+func DecodeFCTBatch(data []byte) (*FCTBatch, error) {
+	b, err := decodeFCTBatch(data)
+	if err != nil {
+		return nil, fmt.Errorf("wire: fct batch: %w", err)
+	}
+	return b, nil
+}
+
+// floatColumn is an "<f8" column as read.
+type floatColumn struct {
+	dtype *string
+	shape []int64 // nil when absent
+	data  []byte  // nil when absent
+}
+
+func decodeFCTBatch(data []byte) (*FCTBatch, error) {
+	r := bytes.NewReader(data)
+	d := reader{d: msgpack.NewDecoder(r), r: r, data: data}
+	n, err := d.mapLen("fct batch")
+	if err != nil {
+		return nil, err
+	}
+	names := [...]string{"format", "epoch0", "version", "epochs", "nflows", "fct", "elapsed"}
+	var (
+		ints     [5]int64 // indexed like names; [0] unused
+		fct, ela floatColumn
+		seen     int
+	)
+	limits := [5][2]int64{{}, {0, maxEpoch}, {0, math.MaxInt32}, {1, math.MaxInt32}, {1, math.MaxInt32}}
+	for range n {
+		key, err := d.str("fct batch key")
+		if err != nil {
+			return nil, err
+		}
+		k := -1
+		for i, name := range names {
+			if key == name {
+				k = i
+			}
+		}
+		if k < 0 {
+			if err := d.skip(key, 0); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if seen&(1<<k) != 0 {
+			return nil, fmt.Errorf("key %q appears twice", key)
+		}
+		seen |= 1 << k
+		switch key {
+		case "format":
+			s, err := d.str(key)
+			if err != nil {
+				return nil, err
+			}
+			if s != BatchFormat {
+				return nil, fmt.Errorf("format: %q is not %q", s, BatchFormat)
+			}
+		case "fct":
+			if err := d.floatColumn(key, &fct); err != nil {
+				return nil, err
+			}
+		case "elapsed":
+			if err := d.floatColumn(key, &ela); err != nil {
+				return nil, err
+			}
+		default:
+			if ints[k], err = d.int(key, limits[k][0], limits[k][1]); err != nil {
+				return nil, err
+			}
+		}
+	}
+	if r.Len() > 0 {
+		return nil, fmt.Errorf("trailing garbage: %d bytes after the batch map", r.Len())
+	}
+	for i, name := range names {
+		if seen&(1<<i) == 0 {
+			return nil, fmt.Errorf("key %q missing", name)
+		}
+	}
+	b := &FCTBatch{Epoch0: int(ints[1]), Version: int(ints[2]), Epochs: int(ints[3]), Flows: int(ints[4])}
+	fb, err := fct.check([]int64{ints[3], ints[4]})
+	if err != nil {
+		return nil, fmt.Errorf("fct: %w", err)
+	}
+	eb, err := ela.check([]int64{ints[3]})
+	if err != nil {
+		return nil, fmt.Errorf("elapsed: %w", err)
+	}
+	b.FCT, b.Elapsed = readFloats(fb), readFloats(eb)
+	if err := b.Validate(); err != nil {
+		return nil, err
+	}
+	return b, nil
+}
+
+func readFloats(b []byte) []float64 {
+	out := make([]float64, len(b)/8)
+	for i := range out {
+		out[i] = math.Float64frombits(binary.LittleEndian.Uint64(b[8*i:]))
+	}
+	return out
+}
+
+func (c *floatColumn) check(shape []int64) ([]byte, error) {
+	switch {
+	case c.dtype == nil:
+		return nil, errors.New("key \"dtype\" missing")
+	case *c.dtype != "<f8":
+		return nil, fmt.Errorf("dtype %q, want \"<f8\"", *c.dtype)
+	case c.shape == nil:
+		return nil, errors.New("key \"shape\" missing")
+	case len(c.shape) != len(shape):
+		return nil, fmt.Errorf("shape %v has %d dimensions, want %d", c.shape, len(c.shape), len(shape))
+	case c.data == nil:
+		return nil, errors.New("key \"data\" missing")
+	}
+	want := int64(8)
+	for i, s := range shape {
+		if c.shape[i] != s {
+			return nil, fmt.Errorf("shape %v, want %v (from epochs and nflows)", c.shape, shape)
+		}
+		want *= s
+	}
+	if int64(len(c.data)) != want {
+		return nil, fmt.Errorf("data has %d bytes, want %d (shape %v x 8 bytes)", len(c.data), want, shape)
+	}
+	return c.data, nil
+}
+
+func (d *reader) floatColumn(what string, v *floatColumn) error {
+	n, err := d.mapLen(what)
+	if err != nil {
+		return err
+	}
+	for range n {
+		key, err := d.str(what + ": key")
+		if err != nil {
+			return err
+		}
+		where := what + ": " + key
+		switch key {
+		case "dtype":
+			if v.dtype != nil {
+				return fmt.Errorf("%s appears twice", where)
+			}
+			s, err := d.str(where)
+			if err != nil {
+				return err
+			}
+			v.dtype = &s
+		case "shape":
+			if v.shape != nil {
+				return fmt.Errorf("%s appears twice", where)
+			}
+			c, err := d.peek(where)
+			if err != nil {
+				return err
+			}
+			if !isArray(c) {
+				return fmt.Errorf("%s: want an array, got %s", where, typeName(c))
+			}
+			dims, err := d.d.DecodeArrayLen()
+			if err != nil {
+				return wrap(where, err)
+			}
+			if dims < 1 || dims > 2 {
+				return fmt.Errorf("%s: %d dimensions, want 1 or 2", where, dims)
+			}
+			v.shape = make([]int64, dims)
+			for i := range v.shape {
+				if v.shape[i], err = d.int(where, 0, math.MaxInt32); err != nil {
+					return err
+				}
+			}
+		case "data":
+			if v.data != nil {
+				return fmt.Errorf("%s appears twice", where)
+			}
+			if v.data, err = d.bin(where); err != nil {
+				return err
+			}
+		default:
+			if err := d.skip(where, 0); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
