@@ -1,0 +1,169 @@
+"""Private loader of libreact.so, the Go core behind a C ABI (capi/react.h).
+
+Loaded lazily, after torch (signal handler order), once per process. A
+process forked after the library loaded cannot run Go (it would hang), so
+every call from another pid fails at once with a clear error.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+from typing import Optional, Tuple
+
+OK, NONE = 0, 1
+E_SHORT = -3  # buffer too small; see capi/react.h
+
+_lock = threading.Lock()
+_lib: Optional[ctypes.CDLL] = None
+_pid: Optional[int] = None
+_forked = False
+
+
+class ReactError(RuntimeError):
+    """A libreact call failed; code is the ABI status."""
+
+    def __init__(self, code: int, message: str):
+        super().__init__(message)
+        self.code = code
+
+
+def _after_fork_in_child() -> None:
+    global _forked
+    if _lib is not None:
+        _forked = True
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def library_path() -> str:
+    env = os.environ.get("REACT_LIBRARY")
+    if env:
+        return env
+    here = os.path.dirname(os.path.abspath(__file__))
+    for cand in (os.path.join(here, "libreact.so"), os.path.join(here, "..", "..", "build", "libreact.so")):
+        if os.path.exists(cand):
+            return os.path.abspath(cand)
+    raise ReactError(-1, "react_torch: libreact.so not found (build it with `make lib` or set REACT_LIBRARY)")
+
+
+def _declare(lib: ctypes.CDLL) -> None:
+    c = ctypes
+    u8p = c.POINTER(c.c_uint8)
+    sizep = c.POINTER(c.c_size_t)
+    sig = {
+        "react_abi_version": ([], c.c_int),
+        "react_init": ([c.c_int, c.c_char_p, c.c_int], c.c_int),
+        "react_last_error": ([c.c_char_p, c.c_size_t], c.c_int),
+        "react_pattern_generate": ([c.c_char_p, c.c_char_p, c.c_int, c.c_int, u8p, c.c_size_t, sizep], c.c_int),
+        "react_pattern_check": ([u8p, c.c_size_t], c.c_int),
+        "react_pattern_layout": ([u8p, c.c_size_t, u8p, c.c_size_t, sizep], c.c_int),
+        "react_tuner_create": ([u8p, c.c_size_t, c.c_double, c.c_char_p, c.POINTER(c.c_uint64)], c.c_int),
+        "react_tuner_close": ([c.c_uint64], c.c_int),
+        "react_tuner_submit": ([c.c_uint64, u8p, c.c_size_t], c.c_int),
+        "react_tuner_decision": ([c.c_uint64, c.POINTER(c.c_int64), c.POINTER(c.c_int64), u8p, c.c_size_t, sizep], c.c_int),
+    }
+    for name, (args, res) in sig.items():
+        fn = getattr(lib, name, None)
+        if fn is None:
+            continue
+        fn.argtypes, fn.restype = args, res
+
+
+def lib() -> ctypes.CDLL:
+    global _lib, _pid
+    if _forked or (_pid is not None and _pid != os.getpid()):
+        raise ReactError(-9, "react_torch: libreact was loaded by a parent process; a forked child cannot call it (Go does not survive fork)")
+    if _lib is not None:
+        return _lib
+    with _lock:
+        if _lib is None:
+            import torch  # noqa: F401  (torch first: signal handlers)
+
+            from . import config
+
+            cfg = config.from_env()
+            handle = ctypes.CDLL(library_path())
+            _declare(handle)
+            rc = handle.react_init(cfg.log_level, cfg.log_path.encode() or None, cfg.gomaxprocs)
+            if rc < 0:
+                raise ReactError(rc, "react_torch: react_init failed: " + _last_error(handle))
+            _lib, _pid = handle, os.getpid()
+    return _lib
+
+
+def _last_error(handle: ctypes.CDLL) -> str:
+    buf = ctypes.create_string_buffer(4096)
+    handle.react_last_error(buf, len(buf))
+    return buf.value.decode(errors="replace")
+
+
+def _check(rc: int, what: str) -> int:
+    if rc < 0:
+        raise ReactError(rc, f"react_torch: {what}: {_last_error(lib())}")
+    return rc
+
+
+def _buf(data: bytes):
+    return (ctypes.c_uint8 * len(data)).from_buffer_copy(data), len(data)
+
+
+def _sized(call, what: str) -> bytes:
+    """Runs a call under the size-query protocol: NULL first, then the size asked for."""
+    n = ctypes.c_size_t(0)
+    rc = call(None, 0, ctypes.byref(n))
+    if rc != E_SHORT and rc < 0:
+        _check(rc, what)
+    out = (ctypes.c_uint8 * max(n.value, 1))()
+    _check(call(out, n.value, ctypes.byref(n)), what)
+    return bytes(out[: n.value])
+
+
+def generate_pattern(op: str, algo: str, ranks: int, root: int) -> bytes:
+    lb = lib()
+    return _sized(lambda b, c, n: lb.react_pattern_generate(op.encode(), algo.encode(), ranks, root, b, c, n), f"generate {op}/{algo} for {ranks} ranks")
+
+
+def check_pattern(data: bytes) -> None:
+    b, n = _buf(data)
+    _check(lib().react_pattern_check(b, n), "pattern check")
+
+
+def pattern_layout(data: bytes) -> bytes:
+    lb = lib()
+    src, ln = _buf(data)
+    return _sized(lambda b, c, n: lb.react_pattern_layout(src, ln, b, c, n), "pattern layout")
+
+
+class Tuner:
+    """A libreact tuner (leader only)."""
+
+    def __init__(self, pattern: bytes, message_bytes: float, config_json: str):
+        h = ctypes.c_uint64(0)
+        b, n = _buf(pattern)
+        _check(lib().react_tuner_create(b, n, float(message_bytes), config_json.encode(), ctypes.byref(h)), "tuner create")
+        self._h = h.value
+
+    def submit(self, batch: bytes) -> None:
+        b, n = _buf(batch)
+        _check(lib().react_tuner_submit(self._h, b, n), "tuner submit")
+
+    def decision(self) -> Optional[Tuple[int, int, bytes]]:
+        lb = lib()
+        ver, eff = ctypes.c_int64(0), ctypes.c_int64(0)
+        n = ctypes.c_size_t(0)
+        rc = lb.react_tuner_decision(self._h, ctypes.byref(ver), ctypes.byref(eff), None, 0, ctypes.byref(n))
+        if rc == NONE:
+            return None
+        if rc != E_SHORT:
+            _check(rc, "tuner decision")
+        out = (ctypes.c_uint8 * max(n.value, 1))()
+        _check(lb.react_tuner_decision(self._h, ctypes.byref(ver), ctypes.byref(eff), out, n.value, ctypes.byref(n)), "tuner decision")
+        return ver.value, eff.value, bytes(out[: n.value])
+
+    def close(self) -> None:
+        if self._h:
+            lib().react_tuner_close(self._h)
+            self._h = 0

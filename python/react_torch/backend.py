@@ -1,0 +1,287 @@
+"""The `react` torch.distributed backend: a Python ProcessGroup over inner
+Gloo (cpu) and NCCL (cuda) groups built from the store it is handed.
+
+AllReduce, AllGather, ReduceScatter, Broadcast, Reduce and Barrier run as
+patterns (executor.py); everything else is delegated to the inner group and
+logged once.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from datetime import timedelta
+from typing import Dict, List, Optional
+
+import torch
+import torch.distributed as dist
+from torch._C._distributed_c10d import _create_work_from_future
+
+from . import _lib
+from .config import Config, from_env
+from .control import Control, KeyState
+from .executor import AVG, Executor, check_reduce, reduce_name
+from .pattern import Pattern, plan
+
+log = logging.getLogger("react_torch")
+
+_OPS = ("allreduce", "allgather", "reducescatter", "broadcast", "reduce")
+
+
+def _done(result, device: torch.device):
+    fut = torch.futures.Future(devices=[device]) if device.type == "cuda" else torch.futures.Future()
+    fut.set_result(result)
+    return _create_work_from_future(fut)
+
+
+class ReactProcessGroup(dist.ProcessGroup):
+    def __init__(self, store, rank: int, size: int, timeout: timedelta, cfg: Optional[Config] = None):
+        super().__init__(rank, size)
+        self._rank, self._size = rank, size
+        self.cfg = cfg or from_env()
+        self._timeout = timeout
+        self._store = store
+        self._gloo = dist.ProcessGroupGloo(dist.PrefixStore("react/data", store), rank, size, timeout)
+        self._nccl = None
+        self._ctrl_pg = dist.ProcessGroupGloo(dist.PrefixStore("react/ctrl", store), rank, size, timeout) if size > 1 else None
+        self._keys: Dict[tuple, KeyState] = {}
+        self._plans: Dict[tuple, object] = {}
+        self._patterns: Dict[bytes, Pattern] = {}
+        self._delegated_logged = set()
+        self._works = []  # keep Works alive
+        self._lock = threading.Lock()
+        self._control = Control(self.cfg, self._ctrl_pg, rank, size, self._decode) if size > 1 and self.cfg.tune else None
+
+    # ---- identity
+    def getBackendName(self) -> str:
+        return "react"
+
+    def size(self) -> int:  # noqa: D401
+        return self._size
+
+    def rank(self) -> int:
+        return self._rank
+
+    def getSize(self) -> int:
+        return self._size
+
+    def getRank(self) -> int:
+        return self._rank
+
+    def shutdown(self) -> None:
+        if self._control is not None:
+            self._control.close()
+            self._control = None
+
+    # ---- plumbing
+    def _inner(self, t: torch.Tensor) -> dist.ProcessGroup:
+        if t.device.type == "cuda":
+            if self._nccl is None:
+                self._nccl = dist.ProcessGroupNCCL(dist.PrefixStore("react/nccl", self._store), self._rank, self._size)
+            return self._nccl
+        return self._gloo
+
+    def _decode(self, raw: bytes) -> Pattern:
+        p = self._patterns.get(raw)
+        if p is None:
+            _lib.check_pattern(raw)  # every rank checks what it runs
+            layout = _lib.pattern_layout(raw)
+            p = Pattern.decode(raw, layout)
+            self._patterns[raw] = p
+        return p
+
+    def _state(self, op: str, t: torch.Tensor, numel: int, root: int) -> KeyState:
+        key = (op, str(t.dtype).replace("torch.", ""), numel, root)
+        st = self._keys.get(key)
+        if st is None:
+            raw = _lib.generate_pattern(op, self.cfg.algo(op), self._size, root)
+            st = KeyState(pattern=self._decode(raw))
+            st.tuned = numel >= 2 * self._size * max(st.pattern.nchunks, 1)
+            self._keys[key] = st
+            if self._control is not None:
+                self._control.keys[key] = st
+        return key, st
+
+    def _run(self, op: str, t: torch.Tensor, numel: int, work: torch.Tensor, reduce: str = "sum", root: int = -1) -> None:
+        key, st = self._state(op, t, numel, root)
+        if self._control is not None:
+            self._control.begin(key, st)
+        pk = (id(st.pattern), self._rank, numel)
+        pl = self._plans.get(pk)
+        if pl is None:
+            pl = plan(st.pattern, self._rank, numel)
+            self._plans[pk] = pl
+        t0 = time.perf_counter()
+        fct = Executor(self._inner(t), self._rank, self._size).run(st.pattern, pl, work, reduce)
+        elapsed = time.perf_counter() - t0
+        if self._control is not None:
+            self._control.end(key, st, fct, elapsed)
+
+    def _delegate(self, name: str):
+        if name not in self._delegated_logged:
+            self._delegated_logged.add(name)
+            log.info("react_torch: %s is delegated to the inner group", name)
+
+    def _keep(self, w):
+        self._works.append(w)
+        if len(self._works) > 64:
+            self._works = self._works[-64:]
+        return w
+
+    # ---- collectives
+    def allreduce(self, tensors: List[torch.Tensor], opts=None):
+        name = reduce_name(opts.reduceOp if opts is not None else dist.ReduceOp.SUM)
+        for t in tensors:
+            check_reduce(name, t.dtype)
+            if self._size > 1 and t.numel() > 0:
+                flat = t.view(-1) if t.is_contiguous() else t.contiguous().view(-1)
+                self._run("allreduce", t, t.numel(), flat, name)
+                if name == AVG:
+                    flat.div_(self._size)
+                if flat.data_ptr() != t.data_ptr():
+                    t.copy_(flat.view_as(t))
+        return self._keep(_done(tensors, tensors[0].device))
+
+    def allreduce_coalesced(self, tensors: List[torch.Tensor], opts=None):
+        o = dist.AllreduceOptions()
+        if opts is not None:
+            o.reduceOp = opts.reduceOp
+        return self.allreduce(tensors, o)
+
+    def broadcast(self, tensors: List[torch.Tensor], opts=None):
+        root = opts.rootRank if opts is not None else 0
+        for t in tensors:
+            if self._size > 1 and t.numel() > 0:
+                flat = t.view(-1) if t.is_contiguous() else t.contiguous().view(-1)
+                self._run("broadcast", t, t.numel(), flat, "sum", root)
+                if flat.data_ptr() != t.data_ptr():
+                    t.copy_(flat.view_as(t))
+        return self._keep(_done(tensors, tensors[0].device))
+
+    def reduce(self, tensors: List[torch.Tensor], opts=None):
+        root = opts.rootRank if opts is not None else 0
+        name = reduce_name(opts.reduceOp if opts is not None else dist.ReduceOp.SUM)
+        for t in tensors:
+            check_reduce(name, t.dtype)
+            if self._size > 1 and t.numel() > 0:
+                flat = t.contiguous().view(-1).clone() if self._rank != root else (t.view(-1) if t.is_contiguous() else t.contiguous().view(-1))
+                self._run("reduce", t, t.numel(), flat, name, root)
+                if self._rank == root:
+                    if name == AVG:
+                        flat.div_(self._size)
+                    if flat.data_ptr() != t.data_ptr():
+                        t.copy_(flat.view_as(t))
+        return self._keep(_done(tensors, tensors[0].device))
+
+    def _allgather_flat(self, out: torch.Tensor, inp: torch.Tensor) -> None:
+        m = inp.numel()
+        if out.numel() != m * self._size:
+            raise ValueError(f"react_torch: allgather output has {out.numel()} elements, want {self._size} x {m} = {m * self._size}")
+        if out.dtype != inp.dtype:
+            raise TypeError(f"react_torch: allgather output dtype {out.dtype} differs from input {inp.dtype}")
+        buf = out.view(-1) if out.is_contiguous() else torch.empty(out.numel(), dtype=out.dtype, device=out.device)
+        buf[self._rank * m : (self._rank + 1) * m].copy_(inp.reshape(-1))
+        if self._size > 1 and m > 0:
+            self._run("allgather", inp, m * self._size, buf)
+        if buf.data_ptr() != out.data_ptr():
+            out.copy_(buf.view_as(out))
+
+    def allgather(self, output_tensors: List[List[torch.Tensor]], input_tensors: List[torch.Tensor], opts=None):
+        for outs, inp in zip(output_tensors, input_tensors):
+            if len(outs) != self._size:
+                raise ValueError(f"react_torch: allgather needs {self._size} output tensors, got {len(outs)}")
+            for o in outs:
+                if o.numel() != inp.numel():
+                    raise ValueError(f"react_torch: allgather output tensor has {o.numel()} elements, input has {inp.numel()}")
+            flat = torch.empty(inp.numel() * self._size, dtype=inp.dtype, device=inp.device)
+            self._allgather_flat(flat, inp)
+            for r, o in enumerate(outs):
+                o.copy_(flat[r * inp.numel() : (r + 1) * inp.numel()].view_as(o))
+        return self._keep(_done(output_tensors, input_tensors[0].device))
+
+    def _allgather_base(self, output: torch.Tensor, input: torch.Tensor, opts=None):
+        self._allgather_flat(output, input)
+        return self._keep(_done([output], input.device))
+
+    def allgather_into_tensor_coalesced(self, outputs: List[torch.Tensor], inputs: List[torch.Tensor], opts=None):
+        for o, i in zip(outputs, inputs):
+            self._allgather_flat(o, i)
+        return self._keep(_done(outputs, inputs[0].device))
+
+    def all_gather_single(self, output: torch.Tensor, input: torch.Tensor, opts=None):
+        return self._allgather_base(output, input, opts)
+
+    def _reduce_scatter_flat(self, out: torch.Tensor, inp: torch.Tensor, name: str) -> None:
+        m = out.numel()
+        if inp.numel() != m * self._size:
+            raise ValueError(f"react_torch: reduce_scatter input has {inp.numel()} elements, want {self._size} x {m} = {m * self._size}")
+        check_reduce(name, inp.dtype)
+        work = inp.reshape(-1).clone()
+        if self._size > 1 and m > 0:
+            self._run("reducescatter", inp, m * self._size, work, name)
+        res = work[self._rank * m : (self._rank + 1) * m]
+        if name == AVG:
+            res = res / self._size
+        out.copy_(res.view_as(out))
+
+    def reduce_scatter(self, output_tensors: List[torch.Tensor], input_tensors: List[List[torch.Tensor]], opts=None):
+        name = reduce_name(opts.reduceOp if opts is not None else dist.ReduceOp.SUM)
+        for out, ins in zip(output_tensors, input_tensors):
+            if len(ins) != self._size:
+                raise ValueError(f"react_torch: reduce_scatter needs {self._size} input tensors, got {len(ins)}")
+            self._reduce_scatter_flat(out, torch.cat([i.reshape(-1) for i in ins]), name)
+        return self._keep(_done(output_tensors, output_tensors[0].device))
+
+    def _reduce_scatter_base(self, output: torch.Tensor, input: torch.Tensor, opts=None):
+        name = reduce_name(opts.reduceOp if opts is not None else dist.ReduceOp.SUM)
+        self._reduce_scatter_flat(output, input, name)
+        return self._keep(_done([output], output.device))
+
+    def reduce_scatter_tensor_coalesced(self, outputs, inputs, opts=None):
+        for o, i in zip(outputs, inputs):
+            self._reduce_scatter_base(o, i, opts)
+        return self._keep(_done(outputs, outputs[0].device))
+
+    def reduce_scatter_single(self, output, input, opts=None):
+        return self._reduce_scatter_base(output, input, opts)
+
+    def barrier(self, opts=None):
+        t = torch.zeros(1)
+        if self._size > 1:
+            self._gloo.allreduce([t]).wait()
+        return self._keep(_done([t], t.device))
+
+    # ---- delegated
+    def send(self, tensors, dst: int, tag: int = 0):
+        self._delegate("send")
+        return self._inner(tensors[0]).send(tensors, dst, tag)
+
+    def recv(self, tensors, src: int, tag: int = 0):
+        self._delegate("recv")
+        return self._inner(tensors[0]).recv(tensors, src, tag)
+
+    def recv_anysource(self, tensors, tag: int = 0):
+        self._delegate("recv_anysource")
+        return self._inner(tensors[0]).recv_anysource(tensors, tag)
+
+    def alltoall_base(self, output, input, output_split_sizes, input_split_sizes, opts=None):
+        self._delegate("alltoall_base")
+        return self._inner(input).alltoall_base(output, input, output_split_sizes, input_split_sizes, opts or dist.AllToAllOptions())
+
+    def alltoall(self, outputs, inputs, opts=None):
+        self._delegate("alltoall")
+        return self._inner(inputs[0]).alltoall(outputs, inputs, opts or dist.AllToAllOptions())
+
+    def gather(self, outputs, inputs, opts=None):
+        self._delegate("gather")
+        return self._inner(inputs[0]).gather(outputs, inputs, opts or dist.GatherOptions())
+
+    def scatter(self, outputs, inputs, opts=None):
+        self._delegate("scatter")
+        return self._inner(outputs[0]).scatter(outputs, inputs, opts or dist.ScatterOptions())
+
+
+def create(store, rank: int, size: int, timeout: timedelta):
+    """The backend creator torch calls for backend="react"."""
+    return ReactProcessGroup(store, rank, size, timeout)

@@ -1,0 +1,123 @@
+"""Collective benchmark in nccl-tests' columns, react against the inner
+backend's own collective, measured in the same run.
+
+    torchrun --nproc_per_node=4 -m react_torch.bench --op allreduce -b 1M -e 64M --epochs 20
+
+Inputs are small integers held in floats, so results are exact and #wrong
+counts elements that differ from the expected value.
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from datetime import timedelta
+
+import torch
+import torch.distributed as dist
+
+import react_torch  # noqa: F401
+
+
+def _size(s: str) -> int:
+    mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    s = s.strip().upper()
+    return int(float(s[:-1]) * mult[s[-1]]) if s and s[-1] in mult else int(s)
+
+
+def busbw_factor(op: str, n: int) -> float:
+    return {"allreduce": 2 * (n - 1) / n, "allgather": (n - 1) / n, "reducescatter": (n - 1) / n}.get(op, 1.0)
+
+
+def run_op(op: str, x: torch.Tensor, group, n: int, root: int):
+    if op == "allreduce":
+        dist.all_reduce(x, group=group)
+        return x
+    if op == "allgather":
+        out = torch.empty(x.numel() * n, dtype=x.dtype)
+        dist.all_gather_into_tensor(out, x, group=group)
+        return out
+    if op == "reducescatter":
+        out = torch.empty(x.numel() // n, dtype=x.dtype)
+        dist.reduce_scatter_tensor(out, x, group=group)
+        return out
+    if op == "broadcast":
+        dist.broadcast(x, src=root, group=group)
+        return x
+    dist.reduce(x, dst=root, group=group)
+    return x
+
+
+def expected(op: str, rank: int, n: int, count: int, root: int) -> torch.Tensor:
+    if op in ("allreduce",):
+        return torch.full((count,), float(n * (n + 1) // 2))
+    if op == "reduce":
+        return torch.full((count,), float(n * (n + 1) // 2)) if rank == root else None
+    if op == "allgather":
+        return torch.cat([torch.full((count,), float(r + 1)) for r in range(n)])
+    if op == "reducescatter":
+        return torch.full((count // n,), float(n * (n + 1) // 2))
+    return torch.full((count,), float(root + 1))
+
+
+def measure(op, group, rank, n, count, root, epochs, warmup):
+    times, wrong = [], 0
+    for i in range(warmup + epochs):
+        x = torch.full((count,), float(rank + 1))
+        dist.barrier(group=group) if group is not None else dist.barrier()
+        t0 = time.perf_counter()
+        y = run_op(op, x, group, n, root)
+        dt = time.perf_counter() - t0
+        if i >= warmup:
+            times.append(dt)
+            want = expected(op, rank, n, count, root)
+            if want is not None:
+                wrong += int((y != want).sum())
+    t = torch.tensor(times, dtype=torch.float64)
+    dist.all_reduce(t, op=dist.ReduceOp.MAX, group=group)  # the slowest rank's time per epoch
+    w = torch.tensor([wrong])
+    dist.all_reduce(w, group=group)
+    ts = sorted(t.tolist())
+    return statistics.mean(ts), ts[min(len(ts) - 1, int(0.95 * len(ts)))], int(w)
+
+
+def main(argv=None):
+    ap = argparse.ArgumentParser(prog="python -m react_torch.bench")
+    ap.add_argument("--op", default="allreduce", choices=["allreduce", "allgather", "reducescatter", "broadcast", "reduce"])
+    ap.add_argument("-b", "--min-bytes", default="1M")
+    ap.add_argument("-e", "--max-bytes", default="64M")
+    ap.add_argument("-f", "--step-factor", type=int, default=2)
+    ap.add_argument("--epochs", type=int, default=20)
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--root", type=int, default=0)
+    ap.add_argument("--no-baseline", action="store_true", help="skip the inner backend's own collective")
+    args = ap.parse_args(argv)
+    dist.init_process_group("react", timeout=timedelta(seconds=300))
+    rank, n = dist.get_rank(), dist.get_world_size()
+    inner = dist.new_group(backend="gloo")
+    root = args.root if args.op in ("broadcast", "reduce") else -1
+    if rank == 0:
+        print(f"# react_torch.bench: {args.op}, {n} ranks, {args.epochs} epochs after {args.warmup} warm-up, float32; time in us (slowest rank)")
+        print(f"# {'size':>12} {'count':>10} {'type':>6} {'redop':>6} {'root':>4} | {'backend':>7} {'time':>10} {'p95':>10} {'algbw':>7} {'busbw':>7} {'#wrong':>6} | {'ratio':>5}")
+    size = _size(args.min_bytes)
+    while size <= _size(args.max_bytes):
+        count = max(size // 4 // n * n, n)
+        nbytes = count * 4 * (n if args.op == "allgather" else 1)
+        rows = [("react", measure(args.op, None, rank, n, count, root, args.epochs, args.warmup))]
+        if not args.no_baseline:
+            rows.append(("gloo", measure(args.op, inner, rank, n, count, root, args.epochs, args.warmup)))
+        if rank == 0:
+            base = rows[-1][1][0]
+            for name, (mean, p95, wrong) in rows:
+                algbw = nbytes / mean / 1e9
+                print(f"  {nbytes:>12} {count:>10} {'float':>6} {'sum' if args.op in ('allreduce', 'reduce', 'reducescatter') else 'none':>6} {root:>4} | {name:>7} "
+                      f"{mean * 1e6:>10.1f} {p95 * 1e6:>10.1f} {algbw:>7.2f} {algbw * busbw_factor(args.op, n):>7.2f} {wrong:>6} | {base / mean:>5.2f}")
+            sys.stdout.flush()
+        size *= args.step_factor
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,152 @@
+"""The tuner glue (the paper's RTuner): per collective key an epoch counter,
+the pattern in force and its version; a control thread that gathers every
+epoch's FCTs to the leader over a separate Gloo group, lets libreact decide,
+and broadcasts the reply.
+
+Agreement by construction: every rank enqueues the same keys in the same
+order (collectives are called in the same order), so the control thread's
+gathers match; the leader's reply for epoch e carries any switch with an
+effective epoch of at least e + lag; before running epoch e' every rank
+waits for the replies of all epochs up to e' - lag. So at every epoch every
+rank knows every switch due by then, and switches at the same epoch.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import queue
+import threading
+from typing import Any, Dict, List, Optional, Tuple
+
+import msgpack
+import numpy as np
+import torch.distributed as dist
+
+from . import _lib
+from .config import Config
+from .pattern import Pattern
+
+Key = Tuple[str, str, int, int]  # (op, dtype, numel, root)
+
+
+@dataclasses.dataclass
+class KeyState:
+    pattern: Pattern
+    version: int = 0
+    epoch: int = 0  # next epoch to run
+    replied: int = -1  # last epoch whose reply arrived
+    pending: List[Tuple[int, int, bytes]] = dataclasses.field(default_factory=list)  # (effective, version, pattern)
+    tuned: bool = False
+
+
+def fct_batch(epoch: int, version: int, fct: np.ndarray, elapsed: float) -> bytes:
+    """One epoch as the FCT batch msgpack (react.fcts/v1, pkg/wire/fctbatch.go)."""
+    col = lambda a: {"dtype": "<f8", "shape": list(a.shape), "data": np.ascontiguousarray(a, dtype="<f8").tobytes()}
+    return msgpack.packb({"format": "react.fcts/v1", "epoch0": epoch, "version": version, "epochs": 1, "nflows": int(fct.shape[-1]),
+                          "fct": col(fct.reshape(1, -1)), "elapsed": col(np.array([elapsed]))})
+
+
+class Control:
+    def __init__(self, cfg: Config, group: dist.ProcessGroup, rank: int, size: int, layout):
+        self.cfg, self.group, self.rank, self.size = cfg, group, rank, size
+        self.layout = layout  # callable(pattern bytes) -> Pattern, checks and decodes
+        self.keys: Dict[Key, KeyState] = {}
+        self.q: "queue.Queue[Optional[Tuple]]" = queue.Queue()
+        self.cv = threading.Condition()
+        self.error: Optional[BaseException] = None
+        self.tuners: Dict[Key, Any] = {}
+        self.log = open(cfg.fct_log, "a") if cfg.fct_log and rank == cfg.leader else None
+        self.thread = threading.Thread(target=self._loop, name="react-control", daemon=True)
+        self.thread.start()
+
+    # training thread
+    def begin(self, key: Key, st: KeyState) -> int:
+        """Waits for the replies that can switch this epoch, switches, returns the epoch."""
+        e = st.epoch
+        need = e - self.cfg.Lag
+        with self.cv:
+            while st.replied < need and self.error is None:
+                self.cv.wait(timeout=1.0)
+            if self.error is not None:
+                raise RuntimeError(f"react_torch: control plane failed: {self.error}") from self.error
+            while st.pending and st.pending[0][0] <= e:
+                _, ver, raw = st.pending.pop(0)
+                st.pattern, st.version = self.layout(raw), ver
+        return e
+
+    def end(self, key: Key, st: KeyState, fct: Dict[int, float], elapsed: float) -> None:
+        e = st.epoch
+        st.epoch += 1
+        self.q.put((key, e, st.version, fct, elapsed))
+
+    def close(self) -> None:
+        self.q.put(None)
+        self.thread.join(timeout=5)
+        for t in self.tuners.values():
+            t.close()
+        if self.log:
+            self.log.close()
+
+    # control thread
+    def _loop(self) -> None:
+        try:
+            while True:
+                item = self.q.get()
+                if item is None:
+                    return
+                key, e, ver, fct, elapsed = item
+                objs: List[Any] = [None] * self.size if self.rank == self.cfg.leader else None
+                dist.gather_object((fct, elapsed), objs, dst=self.cfg.leader, group=self.group)
+                reply = [None]
+                if self.rank == self.cfg.leader:
+                    reply[0] = self._decide(key, e, ver, objs)
+                dist.broadcast_object_list(reply, src=self.cfg.leader, group=self.group)
+                st = self.keys[key]
+                with self.cv:
+                    if reply[0] is not None:
+                        eff, nver, raw = reply[0]
+                        st.pending.append((eff, nver, raw))
+                    st.replied = e
+                    self.cv.notify_all()
+        except BaseException as exc:  # surfaced on the training thread
+            with self.cv:
+                self.error = exc
+                self.cv.notify_all()
+
+    def _decide(self, key: Key, e: int, ver: int, objs: List[Any]) -> Optional[Tuple[int, int, bytes]]:
+        st = self.keys[key]
+        p = st.pattern
+        fct = np.zeros(p.nflows)
+        for part, _ in objs:
+            for f, v in part.items():
+                fct[f] = v
+        elapsed = max(el for _, el in objs)
+        if self.cfg.test_slow_rank >= 0:
+            slow = p.dst == self.cfg.test_slow_rank
+            fct[slow] *= 4
+            elapsed = 0.0  # let the tuner take the critical path of the inflated FCTs
+        if self.log:
+            for f in range(p.nflows):
+                self.log.write(json.dumps({"epoch": e, "version": ver, "flow": f, "chunk": int(p.chunk[f]), "step": int(p.step[f]),
+                                           "src": int(p.src[f]), "dst": int(p.dst[f]), "bytes": float(p.fraction[f]) * key[2] * _itemsize(key[1]),
+                                           "fct": float(fct[f])}) + "\n")
+            self.log.write(json.dumps({"epoch": e, "version": ver, "elapsed": elapsed}) + "\n")
+        if not self.cfg.tune or e + 1 < self.cfg.min_calls or not st.tuned or not (fct > 0).all():
+            return None
+        t = self.tuners.get(key)
+        if t is None:
+            t = _lib.Tuner(p.raw, key[2] * _itemsize(key[1]), json.dumps(self.cfg.tuner_json()))
+            self.tuners[key] = t
+        t.submit(fct_batch(e, ver, fct, elapsed))
+        d = t.decision()
+        if d is None:
+            return None
+        nver, eff, raw = d
+        return max(eff, e + self.cfg.Lag), nver, raw
+
+
+def _itemsize(dtype: str) -> int:
+    import torch
+
+    return torch.empty(0, dtype=getattr(torch, dtype.replace("torch.", ""))).element_size()

@@ -1,0 +1,137 @@
+"""Patterns as the Go core produced them (the msgpack form of pkg/wire), and
+each rank's execution plan.
+
+Python holds no copy of Go's logic: the flows come from libreact, and the
+blocks an allgather flow carries and the owner of a reducescatter chunk come
+from its layout call.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Dict, List, Optional, Tuple
+
+import msgpack
+import numpy as np
+
+REDUCE, COPY = 1, 2
+
+
+def _col(c: dict) -> np.ndarray:
+    return np.frombuffer(c["data"], dtype=c["dtype"])
+
+
+@dataclasses.dataclass
+class Pattern:
+    op: str
+    algo: str
+    ranks: int
+    root: int
+    chunk: np.ndarray
+    step: np.ndarray
+    src: np.ndarray
+    dst: np.ndarray
+    kind: np.ndarray
+    fraction: np.ndarray
+    raw: bytes
+    # layout (from libreact): per flow the blocks it carries (allgather), per chunk its owner (reducescatter)
+    blocks_start: Optional[np.ndarray] = None
+    blocks: Optional[np.ndarray] = None
+    owner: Optional[np.ndarray] = None
+
+    @property
+    def nflows(self) -> int:
+        return len(self.src)
+
+    @property
+    def nchunks(self) -> int:
+        return int(self.chunk.max()) + 1 if self.nflows else 0
+
+    @classmethod
+    def decode(cls, raw: bytes, layout: Optional[bytes] = None) -> "Pattern":
+        m = msgpack.unpackb(raw, raw=False)
+        f = m["flows"]
+        p = cls(op=m["op"], algo=m["algo"], ranks=int(m["ranks"]), root=int(m["root"]), chunk=_col(f["chunk"]), step=_col(f["step"]),
+                src=_col(f["src"]), dst=_col(f["dst"]), kind=_col(f["kind"]), fraction=_col(f["fraction"]), raw=raw)
+        if layout is not None:
+            ly = msgpack.unpackb(layout, raw=False)
+            p.blocks_start, p.blocks, p.owner = _col(ly["start"]), _col(ly["blocks"]), _col(ly["owner"])
+        return p
+
+
+@dataclasses.dataclass
+class Message:
+    """Flows of one step between one pair of ranks, sent as one buffer."""
+
+    step: int
+    src: int
+    dst: int
+    tag: int  # the first flow's index: the same on both sides
+    flows: List[int]
+
+
+@dataclasses.dataclass
+class Plan:
+    """One rank's view of a pattern for a given element count."""
+
+    steps: List[Tuple[List[Message], List[Message]]]  # per step: (sends, recvs)
+    # element range of each chunk in the working buffer (all ops but allgather)
+    chunk_lo: np.ndarray
+    chunk_hi: np.ndarray
+    block: int  # elements per block (allgather, reducescatter)
+
+
+def chunk_bounds(p: Pattern, numel: int) -> Tuple[np.ndarray, np.ndarray]:
+    """Element ranges of the chunks: contiguous, in chunk order, sized by share.
+
+    For reducescatter the working buffer is the N blocks of the input and the
+    chunks a rank owns tile its own block, in chunk order.
+    """
+    nc = p.nchunks
+    share = np.zeros(nc)
+    for c in range(nc):
+        idx = np.nonzero(p.chunk == c)[0]
+        share[c] = p.fraction[idx[0]] if len(idx) else 0.0
+    lo, hi = np.zeros(nc, dtype=np.int64), np.zeros(nc, dtype=np.int64)
+    if p.op == "reducescatter":
+        block = numel // p.ranks
+        for r in range(p.ranks):
+            mine = [c for c in range(nc) if p.owner[c] == r]
+            tot = share[mine].sum()
+            acc = 0.0
+            for c in mine:
+                lo[c] = r * block + int(round(acc / tot * block))
+                acc += share[c]
+                hi[c] = r * block + int(round(acc / tot * block))
+        return lo, hi
+    cum = np.concatenate([[0.0], np.cumsum(share)])
+    cum /= cum[-1]
+    bounds = np.rint(cum * numel).astype(np.int64)
+    return bounds[:-1], bounds[1:]
+
+
+def plan(p: Pattern, rank: int, numel: int) -> Plan:
+    groups: Dict[Tuple[int, int, int], Message] = {}
+    order: List[Message] = []
+    for i in range(p.nflows):
+        s, a, b = int(p.step[i]), int(p.src[i]), int(p.dst[i])
+        if a != rank and b != rank:
+            continue
+        key = (s, a, b)
+        m = groups.get(key)
+        if m is None:
+            m = Message(step=s, src=a, dst=b, tag=i, flows=[])
+            groups[key] = m
+            order.append(m)
+        m.flows.append(i)
+    nsteps = int(p.step.max()) if p.nflows else 0
+    steps: List[Tuple[List[Message], List[Message]]] = [([], []) for _ in range(nsteps)]
+    for m in order:
+        (steps[m.step - 1][0] if m.src == rank else steps[m.step - 1][1]).append(m)
+    lo, hi = (np.zeros(0, dtype=np.int64),) * 2
+    block = 0
+    if p.op in ("allgather", "reducescatter"):
+        block = numel // p.ranks
+    if p.op != "allgather":
+        lo, hi = chunk_bounds(p, numel)
+    return Plan(steps=steps, chunk_lo=lo, chunk_hi=hi, block=block)

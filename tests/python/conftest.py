@@ -1,0 +1,38 @@
+import os
+import socket
+import subprocess
+import sys
+
+import pytest
+
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+WORKERS = os.path.join(os.path.dirname(__file__), "workers.py")
+
+
+def free_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+def launch(n, *args, env=None, timeout=240):
+    """Starts n ranks as torchrun does (env://), returns [(rc, stdout, stderr)]."""
+    port = free_port()
+    procs = []
+    for r in range(n):
+        e = dict(os.environ, RANK=str(r), WORLD_SIZE=str(n), LOCAL_RANK=str(r), LOCAL_WORLD_SIZE=str(n),
+                 MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), PYTHONPATH=os.path.join(ROOT, "python"), OMP_NUM_THREADS="1")
+        e.update(env or {})
+        procs.append(subprocess.Popen([sys.executable, WORKERS, *args], env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+    out = []
+    for p in procs:
+        try:
+            o, err = p.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            for q in procs:
+                q.kill()
+            pytest.fail(f"ranks hung past {timeout}s")
+        out.append((p.returncode, o, err))
+    return out

@@ -1,0 +1,186 @@
+"""Worker processes for the multi-process tests, started the way torchrun
+starts them (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT in the environment).
+Each scenario prints one line "OK <scenario>" on success."""
+
+import os
+import sys
+import time
+from datetime import timedelta
+
+import torch
+import torch.distributed as dist
+
+import react_torch  # noqa: F401  registers backend "react"
+
+DTYPES = [torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int32, torch.int64, torch.uint8]
+SIZES = [0, 1, 2, 7, 1000, 4099]
+
+
+def init(timeout=30):
+    dist.init_process_group("react", timeout=timedelta(seconds=timeout))
+    return dist.get_rank(), dist.get_world_size(), dist.new_group(backend="gloo")
+
+
+def data(rank, n, dtype, salt=0):
+    g = torch.Generator().manual_seed(1000 * rank + n + salt)
+    if dtype.is_floating_point:
+        return (torch.rand(n, generator=g) * 4 - 2).to(dtype)
+    hi = 4 if dtype == torch.uint8 else 1000
+    return torch.randint(0, hi, (n,), generator=g).to(dtype)
+
+
+def same(a, b, what):
+    if a.dtype.is_floating_point:
+        tol = 1e-2 if a.dtype in (torch.float16, torch.bfloat16) else 1e-5
+        ok = torch.allclose(a.double(), b.double(), rtol=tol, atol=tol)
+    else:
+        ok = torch.equal(a, b)
+    if not ok:
+        raise AssertionError(f"rank {dist.get_rank()}: {what}: react {a[:8].tolist()} gloo {b[:8].tolist()}")
+
+
+def collectives():
+    rank, n, gloo = init()
+    ops = [dist.ReduceOp.SUM, dist.ReduceOp.MAX, dist.ReduceOp.MIN, dist.ReduceOp.PRODUCT]
+    for dtype in DTYPES:
+        for size in SIZES:
+            for op in ops:
+                if op == dist.ReduceOp.PRODUCT and dtype.is_floating_point is False and size > 10:
+                    continue  # integer products overflow differently per order
+                x = data(rank, size, dtype)
+                if op == dist.ReduceOp.PRODUCT and dtype.is_floating_point:
+                    x = 1 + x / 16
+                a, b = x.clone(), x.clone()
+                dist.all_reduce(a, op=op)
+                dist.all_reduce(b, op=op, group=gloo)
+                same(a, b, f"allreduce {op} {dtype} {size}")
+            if dtype.is_floating_point and dtype not in (torch.float16, torch.bfloat16):
+                a = data(rank, size, dtype)
+                ref = a.clone()
+                dist.all_reduce(a, op=dist.ReduceOp.AVG)
+                dist.all_reduce(ref, group=gloo)
+                same(a, ref / n, f"allreduce avg {dtype} {size}")
+            x = data(rank, size, dtype, 1)
+            outs = [torch.empty_like(x) for _ in range(n)]
+            refs = [torch.empty_like(x) for _ in range(n)]
+            dist.all_gather(outs, x)
+            dist.all_gather(refs, x, group=gloo)
+            for o, r in zip(outs, refs):
+                same(o, r, f"allgather {dtype} {size}")
+            big, bigref = torch.empty(n * size, dtype=dtype), torch.empty(n * size, dtype=dtype)
+            dist.all_gather_into_tensor(big, x)
+            dist.all_gather_into_tensor(bigref, x, group=gloo)
+            same(big, bigref, f"all_gather_into_tensor {dtype} {size}")
+            for root in {0, n - 1, n // 2}:
+                a = data(rank, size, dtype, 2 + root)
+                b = a.clone()
+                dist.broadcast(a, src=root)
+                dist.broadcast(b, src=root, group=gloo)
+                same(a, b, f"broadcast root {root} {dtype} {size}")
+                a = data(rank, size, dtype, 3 + root)
+                b = a.clone()
+                dist.reduce(a, dst=root)
+                dist.reduce(b, dst=root, group=gloo)
+                if rank == root:
+                    same(a, b, f"reduce root {root} {dtype} {size}")
+            if dtype not in (torch.uint8,):  # gloo's reduce_scatter lacks some types
+                ins = [data(rank, size, dtype, 10 + r) for r in range(n)]
+                out = torch.empty(size, dtype=dtype)
+                dist.reduce_scatter(out, [i.clone() for i in ins])
+                full = torch.cat(ins)
+                dist.all_reduce(full, group=gloo)
+                same(out, full[rank * size : (rank + 1) * size], f"reduce_scatter {dtype} {size}")
+                out2 = torch.empty(size, dtype=dtype)
+                dist.reduce_scatter_tensor(out2, torch.cat(ins))
+                same(out2, full[rank * size : (rank + 1) * size], f"reduce_scatter_tensor {dtype} {size}")
+    # a non-contiguous tensor, in place
+    m = data(rank, 64, torch.float32).view(8, 8).t()
+    ref = m.contiguous().clone()
+    dist.all_reduce(m)
+    dist.all_reduce(ref, group=gloo)
+    same(m.contiguous(), ref, "non-contiguous allreduce")
+    # wrong sizes are refused with a clear error
+    try:
+        dist.all_gather_into_tensor(torch.empty(3), torch.empty(2))
+        raise AssertionError("a wrong allgather size was accepted")
+    except ValueError as e:
+        assert "allgather output has 3 elements" in str(e), e
+    dist.barrier()
+    dist.destroy_process_group()
+    print("OK collectives", flush=True)
+
+
+def switch():
+    """Congestion is made up on the leader (REACT_TEST_SLOW_RANK): the real
+    tuner switches patterns mid-run; results stay exact and every rank runs
+    the same version at every epoch."""
+    rank, n, gloo = init()
+    from react_torch.backend import ReactProcessGroup
+
+    pg = dist.distributed_c10d._get_default_group()
+    assert isinstance(pg, ReactProcessGroup), type(pg)
+    versions = []
+    for it in range(80):
+        x = data(rank, 4096, torch.int64, it)
+        ref = x.clone()
+        dist.all_reduce(x)
+        dist.all_reduce(ref, group=gloo)
+        same(x, ref, f"epoch {it}")
+        st = pg._keys[("allreduce", "int64", 4096, -1)]
+        v = torch.tensor([st.version])
+        allv = [torch.zeros(1, dtype=torch.int64) for _ in range(n)]
+        dist.all_gather(allv, v, group=gloo)
+        if len({int(t) for t in allv}) != 1:
+            raise AssertionError(f"epoch {it}: ranks run versions {[int(t) for t in allv]}")
+        versions.append(int(v))
+    if versions[-1] == 0:
+        raise AssertionError("no pattern switch happened")
+    dist.barrier()
+    dist.destroy_process_group()
+    print(f"OK switch versions={sorted(set(versions))}", flush=True)
+
+
+def killed():
+    rank, n, gloo = init(timeout=8)
+    x = torch.ones(1000)
+    dist.all_reduce(x)
+    if rank == 1:
+        os._exit(3)
+    t0 = time.time()
+    try:
+        for _ in range(100):
+            dist.all_reduce(x)
+        print("NO-ERROR", flush=True)
+        sys.exit(1)
+    except Exception as e:  # the dead peer shows as an error, not a hang
+        print(f"OK killed after {time.time() - t0:.1f}s: {type(e).__name__}", flush=True)
+        os._exit(0)
+
+
+def ddp():
+    backend = sys.argv[2]
+    if backend == "react":
+        dist.init_process_group("react", timeout=timedelta(seconds=60))
+    else:
+        dist.init_process_group("gloo", timeout=timedelta(seconds=60))
+    rank = dist.get_rank()
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(torch.nn.Linear(32, 64), torch.nn.ReLU(), torch.nn.Linear(64, 1))
+    ddp_model = torch.nn.parallel.DistributedDataParallel(model, bucket_cap_mb=0.01)
+    opt = torch.optim.SGD(ddp_model.parameters(), lr=0.05)
+    g = torch.Generator().manual_seed(rank)
+    losses = []
+    for _ in range(20):
+        x = torch.randn(16, 32, generator=g)
+        y = x.sum(dim=1, keepdim=True)
+        loss = torch.nn.functional.mse_loss(ddp_model(x), y)
+        opt.zero_grad()
+        loss.backward()
+        opt.step()
+        losses.append(loss.item())
+    dist.destroy_process_group()
+    print("LOSSES " + " ".join(f"{v:.6f}" for v in losses), flush=True)
+
+
+if __name__ == "__main__":
+    globals()[sys.argv[1]]()
