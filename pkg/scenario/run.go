@@ -45,6 +45,10 @@ type Decision struct {
 	Reverted  bool     `json:"reverted,omitempty"`
 	Effective int      `json:"effective,omitempty"` // epoch the new pattern runs from
 	Swaps     []string `json:"swaps,omitempty"`     // transforms accepted into it
+	// Predicted is the tuner's model's speed-up of the new pattern on the
+	// batch's critical paths (first accepted trial's before over the last
+	// one's after).
+	Predicted float64 `json:"predicted,omitempty"`
 }
 
 // JobRun is every figure of one job in one case.
@@ -337,10 +341,18 @@ func (d *reactDriver) Done(r netsim.EpochResult) {
 	if dec.Pattern != nil {
 		d.changes[j]++
 		log.Effective = dec.Effective
+		before, after := 0.0, 0.0
 		for _, t := range dec.Trials {
 			if t.Accepted {
 				log.Swaps = append(log.Swaps, t.Swap.String())
+				if before == 0 {
+					before = t.Before
+				}
+				after = t.After
 			}
+		}
+		if after > 0 {
+			log.Predicted = before / after
 		}
 	}
 	d.decisions[j] = append(d.decisions[j], log)

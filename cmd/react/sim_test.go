@@ -1,0 +1,112 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/react-torch/react-torch/pkg/scenario"
+)
+
+func TestSimUsage(t *testing.T) {
+	tests := []struct {
+		name   string
+		args   []string
+		code   int
+		stderr string
+	}{
+		{"missing scenario", []string{"sim"}, 2, "missing --scenario"},
+		{"bad format", []string{"sim", "--scenario", "testdata/sim-small.json", "--format", "xml"}, 2, `unknown --format "xml"`},
+		{"bad workers", []string{"sim", "--scenario", "testdata/sim-small.json", "--workers", "0"}, 2, "--workers 0"},
+		{"no such file", []string{"sim", "--scenario", "testdata/nope.json"}, 2, "no such file"},
+		{"bad scenario", []string{"sim", "--scenario", "testdata/sim-bad.json"}, 2, `testdata/sim-bad.json: scenario "sim-bad": jobs[0] (tree4): 40 ranks on a topology of 16 hosts`},
+		{"stray argument", []string{"sim", "--scenario", "testdata/sim-small.json", "x"}, 2, `unexpected argument "x"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			code, _, stderr := runArgs(tt.args, "")
+			if code != tt.code || !strings.Contains(stderr, tt.stderr) {
+				t.Errorf("exit %d, stderr %q; want %d and %q", code, stderr, tt.code, tt.stderr)
+			}
+		})
+	}
+	if code, stdout, _ := runArgs([]string{"sim", "-h"}, ""); code != 0 || !strings.Contains(stdout, "-scenario") {
+		t.Errorf("sim -h: exit %d, %q", code, stdout)
+	}
+}
+
+func readResult(t *testing.T, path string) (*scenario.Result, []byte) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r scenario.Result
+	if err := json.Unmarshal(data, &r); err != nil {
+		t.Fatal(err)
+	}
+	return &r, data
+}
+
+// TestSimFig1 runs the shipped §4.3 example end to end.
+func TestSimFig1(t *testing.T) {
+	out := t.TempDir()
+	code, stdout, stderr := runArgs([]string{"sim", "--scenario", "../../examples/scenarios/fig1-example.json", "--out", out, "--quiet"}, "")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	t.Log("\n" + stdout)
+	for _, want := range []string{"baseline", "REACT", "oracle", "no congestion", "paper's swap", "reduce phase (µs)", "656.0", "576.0", "1312.0", "1232.0", "1152.0"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("table lacks %q", want)
+		}
+	}
+	r, _ := readResult(t, filepath.Join(out, "results.json"))
+	if r.Format != scenario.ResultFormat || len(r.Cells) != 1 {
+		t.Fatalf("results.json: format %q, %d cells", r.Format, len(r.Cells))
+	}
+	j := r.Cells[0].Runs[0].Jobs[0]
+	if got := j.Baseline.ReduceMean * 1e6; got < 649 || got > 663 {
+		t.Errorf("congested reduce phase %.1f us, want 656", got)
+	}
+	for _, p := range []string{"epochs-tree16.png", "cdf-tree16.png"} {
+		if st, err := os.Stat(filepath.Join(out, p)); err != nil || st.Size() == 0 {
+			t.Errorf("plot %s: %v", p, err)
+		}
+	}
+}
+
+// TestSimDeterministic runs a sweep on one worker and on two: the results
+// must not depend on the scheduling.
+func TestSimDeterministic(t *testing.T) {
+	var files [][]byte
+	for _, w := range []string{"1", "2"} {
+		out := t.TempDir()
+		code, stdout, stderr := runArgs([]string{"sim", "--scenario", "testdata/sim-small.json", "--out", out, "--workers", w, "--quiet"}, "")
+		if code != 0 {
+			t.Fatalf("workers %s: exit %d: %s", w, code, stderr)
+		}
+		if !strings.Contains(stdout, "pairs") || !strings.Contains(stdout, "oracle %") {
+			t.Errorf("sweep table:\n%s", stdout)
+		}
+		r, data := readResult(t, filepath.Join(out, "results.json"))
+		if len(r.Cells) != 2 || len(r.Cells[0].Runs) != 2 {
+			t.Fatalf("%d cells", len(r.Cells))
+		}
+		if _, err := os.Stat(filepath.Join(out, "improvement-tree4.png")); err != nil {
+			t.Error(err)
+		}
+		files = append(files, data)
+	}
+	if string(files[0]) != string(files[1]) {
+		t.Error("results.json differs between 1 and 2 workers")
+	}
+	// --format json prints results.json; --seed moves every case.
+	code, stdout, _ := runArgs([]string{"sim", "--scenario", "testdata/sim-small.json", "--out", t.TempDir(), "--format", "json", "--seed", "7", "--no-plots"}, "")
+	var r scenario.Result
+	if code != 0 || json.Unmarshal([]byte(stdout), &r) != nil || r.Seed != 7 || r.Cells[0].Runs[1].Seed != 8 {
+		t.Errorf("--format json --seed 7: exit %d, seed %d", code, r.Seed)
+	}
+}
