@@ -162,6 +162,10 @@ func improvementPlot(r *scenario.Result, j int) (*plot.Plot, error) {
 			p.Legend.Add(kind+label, b)
 		}
 	}
+	// Room above the bars for the legend, and 0 always in view.
+	p.Y.Min = min(p.Y.Min, 0)
+	top := max(p.Y.Max, 1)
+	p.Y.Max = top + 0.08*float64(bars)*(top-p.Y.Min)
 	return p, nil
 }
 

@@ -35,19 +35,40 @@ func us(s float64) string  { return fmt.Sprintf("%.1f", s*1e6) }
 func gbs(b float64) string { return fmt.Sprintf("%.3f", b/1e9) }
 func pct(p float64) string { return fmt.Sprintf("%+.1f", p) }
 
-func jobTitle(r *scenario.Result, c *scenario.CellResult, j int) string {
-	jr := c.Runs[0].Jobs[j]
+// jobTitle names a job; tuned is "" when REACT runs on it in every cell.
+func jobTitle(r *scenario.Result, j int) string {
+	jr := r.Cells[0].Runs[0].Jobs[j]
 	t := fmt.Sprintf("job %s: %s %s, %d ranks, %s MB", jr.Name, jr.Op, jr.Algo, jr.Ranks, strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.3f", jr.Bytes/1e6), "0"), "."))
-	if !jr.Tuned {
+	on, off := 0, 0
+	for _, c := range r.Cells {
+		if c.Jobs[j].Tuned {
+			on++
+		} else {
+			off++
+		}
+	}
+	switch {
+	case on == 0:
 		t += " (static: REACT off for this job)"
+	case off > 0:
+		t += " (REACT on it only where the tuned column says yes)"
 	}
 	return t
+}
+
+func tunedVaries(r *scenario.Result, j int) bool {
+	for _, c := range r.Cells {
+		if c.Jobs[j].Tuned != r.Cells[0].Jobs[j].Tuned {
+			return true
+		}
+	}
+	return false
 }
 
 func writeCellTable(w io.Writer, r *scenario.Result, c *scenario.CellResult) {
 	for j := range c.Jobs {
 		js := &c.Jobs[j]
-		fmt.Fprintf(w, "\n%s\n", jobTitle(r, c, j))
+		fmt.Fprintf(w, "\n%s\n", jobTitle(r, j))
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 		cols := []string{"baseline", "REACT"}
 		sums := []scenario.SeriesSummary{js.Baseline, js.React}
@@ -97,16 +118,23 @@ func writeCellTable(w io.Writer, r *scenario.Result, c *scenario.CellResult) {
 }
 
 func writeSweepTable(w io.Writer, r *scenario.Result, j int) {
-	fmt.Fprintf(w, "\n%s\n", jobTitle(r, &r.Cells[0], j))
+	fmt.Fprintf(w, "\n%s\n", jobTitle(r, j))
+	varies := tunedVaries(r, j)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	for _, a := range r.Axes {
 		fmt.Fprintf(tw, "%s\t", a)
+	}
+	if varies {
+		fmt.Fprintf(tw, "tuned\t")
 	}
 	fmt.Fprintf(tw, "base GB/s\tREACT GB/s\toracle GB/s\tREACT %%\tmin..max\toracle %%\tshare\tREACT p95 %%\toracle p95 %%\tchanges\t\n")
 	for _, c := range r.Cells {
 		js := &c.Jobs[j]
 		for _, p := range c.Params {
 			fmt.Fprintf(tw, "%v\t", p.Value)
+		}
+		if varies {
+			fmt.Fprintf(tw, "%s\t", map[bool]string{true: "yes", false: "no"}[js.Tuned])
 		}
 		oBW, oI, oI95 := "-", "-", "-"
 		if js.Oracle != nil {

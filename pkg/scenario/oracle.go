@@ -2,6 +2,7 @@ package scenario
 
 import (
 	"encoding/binary"
+	"fmt"
 	"slices"
 
 	"github.com/react-torch/react-torch/pkg/netsim"
@@ -107,7 +108,12 @@ func (in *instance) oracleEstimate(j int) float64 {
 		}
 		n += min(b, n) * n
 	}
-	return min(n+1, float64(o.budget())+1)
+	n = min(n, float64(o.budget()))
+	if o.Screen > 0 {
+		// A screened run costs about Screen/Epochs of a whole one.
+		n = n*float64(o.Screen)/float64(in.sc.Epochs) + float64(o.refine())
+	}
+	return n + 1
 }
 
 func (in *instance) depth2(j int) bool {
@@ -135,28 +141,35 @@ func (in *instance) objective(s Series) float64 {
 }
 
 // oracle searches each tuned job in turn, the others running their
-// patterns chosen so far, then runs all of them together.
+// patterns chosen so far, then runs all of them together. With screening
+// on, every candidate first runs only the first Screen epochs, and the
+// Refine best of them run the whole case, which decides.
 func (in *instance) oracle(sim *netsim.Sim, tuned []int, base []Series, prog *progress) (*oracleResult, error) {
 	n := len(in.sc.Jobs)
 	res := &oracleResult{swaps: make([][]string, n), evaluated: make([]int, n), depth: make([]int, n), exhaustive: make([]bool, n)}
 	choice := slices.Clone(in.patterns)
 	cur := base
+	o := in.sc.Oracle
 	for _, j := range tuned {
-		o := in.sc.Oracle
 		budget := o.budget()
-		eval := func(p *ten.Pattern) (float64, error) {
+		with := func(p *ten.Pattern) []*ten.Pattern {
 			pats := slices.Clone(choice)
 			pats[j] = p
-			ser, err := in.static(sim, pats)
+			return pats
+		}
+		full := func(p *ten.Pattern) (float64, error) {
+			ser, err := in.static(sim, with(p))
 			if err != nil {
 				return 0, err
 			}
-			res.evaluated[j]++
-			prog.step(1)
 			return in.objective(ser[j]), nil
 		}
-		best := move{p: choice[j], score: in.objective(cur[j])}
+		quick := full
+		if o.Screen > 0 && o.Screen < in.sc.Epochs {
+			quick = func(p *ten.Pattern) (float64, error) { return in.screen(sim, with(p), j) }
+		}
 		cut := false
+		var all []move
 		level := func(ms []move, prefix []transform.Swap) ([]move, error) {
 			var done []move
 			for _, m := range ms {
@@ -164,17 +177,17 @@ func (in *instance) oracle(sim *netsim.Sim, tuned []int, base []Series, prog *pr
 					cut = true
 					break
 				}
-				sc, err := eval(m.p)
+				sc, err := quick(m.p)
 				if err != nil {
 					return nil, err
 				}
+				res.evaluated[j]++
+				prog.step(1)
 				m.score = sc
 				m.swaps = append(slices.Clone(prefix), m.swaps...)
 				done = append(done, m)
-				if sc > best.score {
-					best = m
-				}
 			}
+			all = append(all, done...)
 			return done, nil
 		}
 		seen := map[string]bool{fingerprint(choice[j]): true}
@@ -187,21 +200,13 @@ func (in *instance) oracle(sim *netsim.Sim, tuned []int, base []Series, prog *pr
 			return nil, err
 		}
 		res.depth[j] = 1
-		full := true
+		complete := true
 		if in.depth2(j) && !cut {
 			res.depth[j] = 2
-			slices.SortStableFunc(done, func(a, b move) int {
-				switch {
-				case a.score > b.score:
-					return -1
-				case a.score < b.score:
-					return 1
-				}
-				return 0
-			})
+			sortMoves(done)
 			top := done
 			if b := o.beam(); b >= 0 && b < len(done) {
-				top, full = done[:b], false
+				top, complete = done[:b], false
 			}
 			for _, q := range top {
 				if cut {
@@ -212,7 +217,23 @@ func (in *instance) oracle(sim *netsim.Sim, tuned []int, base []Series, prog *pr
 				}
 			}
 		}
-		res.exhaustive[j] = !cut && full
+		res.exhaustive[j] = !cut && complete
+		best := move{p: choice[j], score: in.objective(cur[j])}
+		sortMoves(all)
+		if o.Screen > 0 && o.Screen < in.sc.Epochs {
+			// The screen ranks; whole runs decide.
+			all = all[:min(len(all), o.refine())]
+			for k := range all {
+				if all[k].score, err = full(all[k].p); err != nil {
+					return nil, err
+				}
+				prog.step(1)
+			}
+			sortMoves(all)
+		}
+		if len(all) > 0 && all[0].score > best.score {
+			best = all[0]
+		}
 		for _, s := range best.swaps {
 			res.swaps[j] = append(res.swaps[j], s.String())
 		}
@@ -225,4 +246,31 @@ func (in *instance) oracle(sim *netsim.Sim, tuned []int, base []Series, prog *pr
 	}
 	res.series = cur
 	return res, nil
+}
+
+// sortMoves orders by score, best first; ties keep their order.
+func sortMoves(ms []move) {
+	slices.SortStableFunc(ms, func(a, b move) int {
+		switch {
+		case a.score > b.score:
+			return -1
+		case a.score < b.score:
+			return 1
+		}
+		return 0
+	})
+}
+
+// screen runs only the first Screen epochs and scores job j on all of
+// them (a static pattern has no warm-up).
+func (in *instance) screen(sim *netsim.Sim, pats []*ten.Pattern, j int) (float64, error) {
+	d := &staticDriver{pats: pats, rec: newRecorder(len(pats))}
+	if err := sim.Run(in.jobs, in.sc.Oracle.Screen, d); err != nil {
+		return 0, err
+	}
+	t := d.rec.times[j]
+	if len(t) == 0 {
+		return 0, fmt.Errorf("job %s ran no epoch", in.sc.Jobs[j].Name)
+	}
+	return in.objective(newSeries(t, nil, in.sc.Jobs[j].Bytes, 0)), nil
 }

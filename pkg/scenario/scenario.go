@@ -199,6 +199,11 @@ type OracleSpec struct {
 	// Objective: "mean" (default: mean algorithm bandwidth) or "p95" (the
 	// bandwidth of the p95 collective time).
 	Objective string `json:"objective,omitempty"`
+	// Screen, when set, runs every candidate for only its first Screen
+	// epochs; the Refine (default 8) best then run the whole case, and the
+	// whole runs decide. It cuts the cost where one run is dear (the Clos).
+	Screen int `json:"screen,omitempty"`
+	Refine int `json:"refine,omitempty"`
 }
 
 // VariantSpec is an extra static run: the baseline without external flows
@@ -808,6 +813,10 @@ func (o *OracleSpec) check() error {
 		return fmt.Errorf("beam = %d, want >= 1, or -1 for all", o.Beam)
 	case o.Budget < 0:
 		return fmt.Errorf("budget = %d, want >= 1", o.Budget)
+	case o.Screen < 0:
+		return fmt.Errorf("screen = %d epochs, want >= 1", o.Screen)
+	case o.Refine < 0:
+		return fmt.Errorf("refine = %d, want >= 1", o.Refine)
 	}
 	switch o.Objective {
 	case "", "mean", "p95":
@@ -821,6 +830,7 @@ func (o OracleSpec) depth() int     { return cmpOr(o.Depth, 2) }
 func (o OracleSpec) maxRanks2() int { return cmpOr(o.MaxRanks2, 8) }
 func (o OracleSpec) beam() int      { return cmpOr(o.Beam, 4) }
 func (o OracleSpec) budget() int    { return cmpOr(o.Budget, 2000) }
+func (o OracleSpec) refine() int    { return cmpOr(o.Refine, 8) }
 
 func cmpOr(v, d int) int {
 	if v == 0 {
