@@ -403,6 +403,7 @@ func (s *Scenario) prepare(read func(string) ([]byte, error)) error {
 	if len(combos) > maxCells {
 		return fmt.Errorf("sweep: %d cells, at most %d", len(combos), maxCells)
 	}
+	flows := 0
 	for _, ps := range combos {
 		c := &cell{params: ps, sc: s.clone()}
 		for _, p := range ps {
@@ -422,6 +423,9 @@ func (s *Scenario) prepare(read func(string) ([]byte, error)) error {
 				return fmt.Errorf("jobs[%d] (%s): %w", i, c.sc.Jobs[i].Name, err)
 			}
 			c.patterns = append(c.patterns, p)
+			if flows += len(p.Flows); flows > maxFlows {
+				return fmt.Errorf("the jobs of all cells have more than %d flows; simulate fewer or smaller jobs", maxFlows)
+			}
 		}
 		for k := range c.sc.Variants {
 			v := &c.sc.Variants[k]
@@ -436,7 +440,12 @@ func (s *Scenario) prepare(read func(string) ([]byte, error)) error {
 	return nil
 }
 
-const maxCells = 10000
+// Bounds that keep a typo from exhausting memory: a 720-rank ring has
+// about a million flows.
+const (
+	maxCells = 10000
+	maxFlows = 1 << 24
+)
 
 func cellName(ps []Param) string {
 	var b strings.Builder
