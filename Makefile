@@ -29,7 +29,29 @@ vet: deps
 test-go: deps
 	$(GO) test -count=1 ./...
 
-test: vet test-go
+test: vet test-go test-c
+
+# The C ABI: libreact.so and its cgo header in $(BUILD)/, exporting exactly
+# the functions of capi/react.h (libreact/react.map).
+.PHONY: lib test-c
+LIB     := $(BUILD)/libreact.so
+LIB_SRC := $(shell find libreact internal pkg capi -name '*.go' -o -name '*.c' -o -name '*.h' -o -name '*.map' 2>/dev/null) go.mod go.sum
+CAPI_CC := gcc -std=c11 -D_GNU_SOURCE -O2 -Wall -Wextra -Werror -Icapi
+
+lib: deps $(LIB)
+
+$(LIB): $(LIB_SRC)
+	$(GO) build -buildmode=c-shared -ldflags='-extldflags=-Wl,--version-script=$(CURDIR)/libreact/react.map' -o $@ ./libreact
+
+# Builds the C test and benchmark against capi/react.h (never the cgo
+# header), checks that the library exports exactly the header's functions,
+# runs the test, then prints the benchmark figures.
+test-c: lib
+	$(CAPI_CC) -o $(BUILD)/test_capi tests/capi/test_capi.c -L$(BUILD) -lreact -Wl,-rpath,'$$ORIGIN' -lpthread -lm
+	$(CAPI_CC) -o $(BUILD)/bench_capi tests/capi/bench_capi.c -L$(BUILD) -lreact -Wl,-rpath,'$$ORIGIN' -lpthread
+	tests/capi/check_symbols.sh capi/react.h $(LIB)
+	$(BUILD)/test_capi $(BUILD)/test_capi.log
+	$(BUILD)/bench_capi
 
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchmem ./pkg/...

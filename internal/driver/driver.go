@@ -24,9 +24,10 @@ type Kind int
 
 // The kinds of driver errors.
 const (
-	Invalid Kind = iota + 1 // the batch does not fit the tuner's pattern or is malformed
-	State                   // the batch does not fit the tuner's state: epoch order, version
-	Closed                  // the driver was closed
+	Invalid  Kind = iota + 1 // the batch does not fit the tuner's pattern or is malformed
+	State                    // the batch does not fit the tuner's state: epoch order, version
+	Closed                   // the driver was closed
+	Internal                 // the goroutine panicked; the driver is dead
 )
 
 // Error is a failure of a driver call.
@@ -104,6 +105,7 @@ type Driver struct {
 	out       *Decided
 	delivered int    // last version handed out by Decision
 	lastErr   string // last failure met on the ring
+	broken    string // why the goroutine died, "" while it runs
 }
 
 // New checks the inputs and makes a driver; Start runs it.
@@ -132,9 +134,19 @@ func (d *Driver) call(r request) error {
 	select {
 	case d.reqs <- r:
 	case <-d.done:
-		return &Error{Closed, errClosedMsg}
+		return d.gone()
 	}
 	return <-r.reply
+}
+
+// gone is the error of a call that found the goroutine ended.
+func (d *Driver) gone() error {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.broken != "" {
+		return &Error{Internal, d.broken}
+	}
+	return &Error{Closed, errClosedMsg}
 }
 
 // Submit hands one batch to the tuner goroutine and returns once the tuner
@@ -159,11 +171,30 @@ func (d *Driver) Close() error {
 	if !d.closing.CompareAndSwap(false, true) {
 		return &Error{Closed, errClosedMsg}
 	}
-	return d.call(request{kind: reqClose})
+	if err := d.call(request{kind: reqClose}); err != nil && kind(err) != Internal {
+		return err
+	}
+	return nil // a driver whose goroutine died closes all the same
+}
+
+func kind(err error) Kind {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.Kind
+	}
+	return 0
 }
 
 // Closed reports whether Close was called.
 func (d *Driver) Closed() bool { return d.closing.Load() }
+
+// Refused counts a batch the caller could not decode, as Submit counts
+// one the tuner refused.
+func (d *Driver) Refused() {
+	d.mu.Lock()
+	d.stats.Rejected++
+	d.mu.Unlock()
+}
 
 // Stats returns the counters.
 func (d *Driver) Stats() Stats {
@@ -204,6 +235,8 @@ type loop struct {
 	log  *zap.Logger
 	last int // last epoch observed
 
+	serving *request // the request being answered, for the panic handler
+
 	ring      *shmring.Ring
 	buf       []byte
 	tornSeq   uint64
@@ -213,6 +246,7 @@ type loop struct {
 
 func (g *loop) run() {
 	defer close(g.d.done)
+	defer g.recover()
 	timer := time.NewTimer(time.Hour)
 	timer.Stop()
 	idle := 0
@@ -248,8 +282,28 @@ func (g *loop) run() {
 	}
 }
 
+// recover keeps a bug in the tuner from killing the process that loaded
+// the library: the driver dies instead, every later call says why, and the
+// request being served gets the same answer.
+func (g *loop) recover() {
+	r := recover()
+	if r == nil {
+		return
+	}
+	msg := fmt.Sprintf("tuner goroutine failed (please report): %v", r)
+	g.log.Error("tuner goroutine failed", zap.Any("panic", r), zap.Stack("stack"))
+	g.d.mu.Lock()
+	g.d.broken, g.d.lastErr = msg, msg
+	g.d.stats.RingAttached = false
+	g.d.mu.Unlock()
+	if g.serving != nil {
+		g.serving.reply <- &Error{Internal, msg}
+	}
+}
+
 // serve answers one request; it reports whether the loop must end.
 func (g *loop) serve(r request) (stop bool) {
+	g.serving = &r // not cleared by a defer: the panic handler runs after defers
 	var err error
 	switch r.kind {
 	case reqSubmit:
@@ -278,6 +332,7 @@ func (g *loop) serve(r request) (stop bool) {
 		g.log.Info("closed", zap.Int("version", g.version()))
 		stop = true
 	}
+	g.serving = nil
 	r.reply <- err
 	return stop
 }
@@ -375,14 +430,17 @@ func (g *loop) drain() int {
 		case err == nil:
 			g.buf, g.torn = msg, false
 			b, derr := wire.DecodeFCTBatch(msg)
-			g.ring.Advance(1, derr != nil)
-			g.count(func(s *Stats) { s.RingSlots++ })
+			seq := g.ring.Tail()
+			g.ring.Advance(1, derr != nil) // the slot is copied: free it before the tuner runs
 			if derr != nil {
 				g.count(func(s *Stats) { s.Rejected++ })
-				g.fail(fmt.Sprintf("ring message %d: %v", g.ring.Tail()-1, derr))
+				g.fail(fmt.Sprintf("ring message %d: %v", seq, derr))
 			} else if terr := g.take(b); terr != nil {
-				g.fail(fmt.Sprintf("ring message %d: %v", g.ring.Tail()-1, terr))
+				g.fail(fmt.Sprintf("ring message %d: %v", seq, terr))
 			}
+			// counted last, so that a reader of the stats who sees the slot
+			// also sees what it did
+			g.count(func(s *Stats) { s.RingSlots++ })
 		case errors.Is(err, shmring.ErrEmpty):
 			g.torn = false
 			return n

@@ -1,0 +1,547 @@
+// Command libreact is the C ABI of REACT, built with
+// go build -buildmode=c-shared (make lib) into libreact.so. The contract is
+// capi/react.h; this package holds only the //export layer. The public
+// react_* symbols are defined in shim.c, which refuses calls from a forked
+// child before they reach Go and forwards the rest to the react_go_*
+// functions here. Each of those recovers panics into REACT_E_PANIC, copies
+// results into the caller's buffers and never lets a Go pointer out.
+package main
+
+/*
+#cgo CFLAGS: -I${SRCDIR}/../capi
+#include <stdlib.h>
+#include "react.h"
+
+// Stores the calling thread's error message (shim.c).
+void react__set_error(const char* msg, size_t n);
+*/
+import "C"
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"runtime"
+	"runtime/cgo"
+	"sync"
+	"sync/atomic"
+	"unicode/utf8"
+	"unsafe"
+
+	"github.com/react-torch/react-torch/internal/cudart"
+	"github.com/react-torch/react-torch/internal/driver"
+	"github.com/react-torch/react-torch/internal/logging"
+	"github.com/react-torch/react-torch/pkg/pattern"
+	"github.com/react-torch/react-torch/pkg/semantics"
+	"github.com/react-torch/react-torch/pkg/shmring"
+	"github.com/react-torch/react-torch/pkg/ten"
+	"github.com/react-torch/react-torch/pkg/tuner"
+	"github.com/react-torch/react-torch/pkg/wire"
+	"go.uber.org/zap"
+)
+
+func main() {}
+
+// The library's process-wide state: the logger tuners derive theirs from,
+// and the CUDA runtime, loaded on first use.
+var (
+	logger atomic.Pointer[zap.Logger]
+
+	cudaOnce sync.Once
+	cudaRT   *cudart.Runtime
+	cudaErr  error
+)
+
+// fail records msg as the calling thread's last error and returns code.
+func fail(code C.int, format string, a ...any) C.int {
+	msg := fmt.Sprintf(format, a...)
+	if len(msg) > C.REACT_ERROR_MAX-1 {
+		msg = msg[:C.REACT_ERROR_MAX-1]
+		for len(msg) > 0 && !utf8.ValidString(msg) {
+			msg = msg[:len(msg)-1]
+		}
+	}
+	if msg == "" {
+		msg = "unknown error"
+	}
+	C.react__set_error((*C.char)(unsafe.Pointer(unsafe.StringData(msg))), C.size_t(len(msg)))
+	return code
+}
+
+// guard turns a panic into REACT_E_PANIC; every export defers it.
+func guard(st *C.int) {
+	if r := recover(); r != nil {
+		*st = fail(C.REACT_E_PANIC, "internal error (please report): %v", r)
+	}
+}
+
+// in views caller memory without copying; nothing here keeps it past the call.
+func in(p *C.uint8_t, n C.size_t) []byte {
+	if n == 0 {
+		return nil
+	}
+	return unsafe.Slice((*byte)(unsafe.Pointer(p)), int(n))
+}
+
+// out writes data by the buffer protocol.
+func out(data []byte, buf *C.uint8_t, cap C.size_t, n *C.size_t) C.int {
+	*n = C.size_t(len(data))
+	if buf == nil || int(cap) < len(data) {
+		return fail(C.REACT_E_SHORT, "buffer of %d bytes, %d needed", int(cap), len(data))
+	}
+	copy(unsafe.Slice((*byte)(unsafe.Pointer(buf)), len(data)), data)
+	return C.REACT_OK
+}
+
+// outString copies msg NUL-terminated by react_last_error's protocol.
+func outString(msg string, buf *C.char, cap C.size_t) C.int {
+	b := unsafe.Slice((*byte)(unsafe.Pointer(buf)), int(cap))
+	n := copy(b[:cap-1], msg)
+	b[n] = 0
+	if n < len(msg) {
+		return C.REACT_E_SHORT // no fail(): this must not overwrite the message being read
+	}
+	return C.REACT_OK
+}
+
+//export react_go_abi_version
+func react_go_abi_version() (st C.int) {
+	defer guard(&st)
+	return C.REACT_ABI_VERSION
+}
+
+//export react_go_init
+func react_go_init(level C.int, path *C.char, procs C.int) (st C.int) {
+	defer guard(&st)
+	if procs < 0 {
+		return fail(C.REACT_E_ARG, "react_init: gomaxprocs %d, want > 0, or 0 to leave it", int(procs))
+	}
+	p := ""
+	if path != nil {
+		p = C.GoString(path)
+	}
+	log, _, err := logging.New(int(level), p)
+	if err != nil {
+		return fail(C.REACT_E_ARG, "react_init: %v", err)
+	}
+	if procs > 0 {
+		runtime.GOMAXPROCS(int(procs))
+	}
+	logger.Store(log)
+	log.Info("libreact initialised", zap.Int("abi", C.REACT_ABI_VERSION), zap.Int("gomaxprocs", runtime.GOMAXPROCS(0)), zap.String("go", runtime.Version()))
+	return C.REACT_OK
+}
+
+//export react_go_pattern_generate
+func react_go_pattern_generate(op, algo *C.char, ranks, root C.int, buf *C.uint8_t, cap C.size_t, n *C.size_t) (st C.int) {
+	defer guard(&st)
+	if op == nil || algo == nil || n == nil {
+		return fail(C.REACT_E_ARG, "react_pattern_generate: op, algo and len must not be NULL")
+	}
+	o, err := ten.ParseOp(C.GoString(op))
+	if err != nil {
+		return fail(C.REACT_E_ARG, "react_pattern_generate: %v", err)
+	}
+	p, err := pattern.Generate(o, C.GoString(algo), int(ranks), int(root))
+	if err != nil {
+		return fail(C.REACT_E_ARG, "react_pattern_generate: %v", err)
+	}
+	enc, err := wire.EncodeMsgpack(p)
+	if err != nil {
+		return fail(C.REACT_E_PANIC, "react_pattern_generate: generated pattern does not encode: %v", err)
+	}
+	return out(enc, buf, cap, n)
+}
+
+// decodePattern decodes and checks a pattern, mapping failures to codes.
+func decodePattern(who string, buf *C.uint8_t, n C.size_t) (*ten.Pattern, C.int) {
+	if buf == nil {
+		return nil, fail(C.REACT_E_ARG, "%s: pattern buffer is NULL", who)
+	}
+	p, err := wire.DecodeMsgpack(in(buf, n))
+	if err != nil {
+		return nil, fail(C.REACT_E_INVALID, "%s: %v", who, err)
+	}
+	if err := semantics.Check(p); err != nil {
+		var v *semantics.Violation
+		if errors.As(err, &v) {
+			return nil, fail(C.REACT_E_SEMANTICS, "%s: %v", who, err)
+		}
+		return nil, fail(C.REACT_E_INVALID, "%s: %v", who, err)
+	}
+	return p, C.REACT_OK
+}
+
+//export react_go_pattern_check
+func react_go_pattern_check(buf *C.uint8_t, n C.size_t) (st C.int) {
+	defer guard(&st)
+	_, st = decodePattern("react_pattern_check", buf, n)
+	return st
+}
+
+// tunerConfig is what config_json may set.
+type tunerConfig struct {
+	tuner.Config
+	Label string `json:"label"`
+}
+
+func parseConfig(s string) (tunerConfig, error) {
+	c := tunerConfig{Config: tuner.DefaultConfig()}
+	trimmed := bytes.TrimLeft([]byte(s), " \t\r\n")
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		return c, errors.New("config_json is not a JSON object")
+	}
+	dec := json.NewDecoder(bytes.NewReader(trimmed))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil {
+		return c, fmt.Errorf("config_json: %w", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return c, errors.New("config_json: data after the object")
+	}
+	return c, nil
+}
+
+//export react_go_tuner_create
+func react_go_tuner_create(buf *C.uint8_t, n C.size_t, msgBytes C.double, config *C.char, h *C.uint64_t) (st C.int) {
+	defer guard(&st)
+	const who = "react_tuner_create"
+	if h == nil {
+		return fail(C.REACT_E_ARG, "%s: handle pointer is NULL", who)
+	}
+	p, st := decodePattern(who, buf, n)
+	if st != C.REACT_OK {
+		return st
+	}
+	if b := float64(msgBytes); !(b > 0) || math.IsInf(b, 0) {
+		return fail(C.REACT_E_ARG, "%s: message_bytes %v, want > 0 and finite", who, b)
+	}
+	cfg := tunerConfig{Config: tuner.DefaultConfig()}
+	if config != nil {
+		var err error
+		if cfg, err = parseConfig(C.GoString(config)); err != nil {
+			return fail(C.REACT_E_INVALID, "%s: %v", who, err)
+		}
+	}
+	if err := cfg.Validate(); err != nil {
+		return fail(C.REACT_E_ARG, "%s: %v", who, err)
+	}
+	d, err := driver.New(cfg.Config, p, float64(msgBytes))
+	if err != nil {
+		return fail(C.REACT_E_ARG, "%s: %v", who, err)
+	}
+	handle := cgo.NewHandle(d)
+	log := logger.Load()
+	if log == nil {
+		log = zap.NewNop()
+	}
+	log = log.With(zap.Uint64("handle", uint64(handle)), zap.String("label", cfg.Label))
+	log.Info("tuner created", zap.Int("version", 0), zap.String("op", p.Op.String()), zap.String("algo", p.Algo),
+		zap.Int("ranks", p.Ranks), zap.Int("flows", len(p.Flows)), zap.Float64("message_bytes", float64(msgBytes)), zap.Any("config", cfg.Config))
+	d.Start(log)
+	*h = C.uint64_t(handle)
+	return C.REACT_OK
+}
+
+// lookup resolves a handle; cgo.Handle panics on a bad one, which is
+// turned into REACT_E_HANDLE here.
+func lookup(who string, h C.uint64_t) (d *driver.Driver, st C.int) {
+	func() {
+		defer func() {
+			if recover() != nil {
+				d = nil
+			}
+		}()
+		d, _ = cgo.Handle(h).Value().(*driver.Driver)
+	}()
+	if d == nil || d.Closed() {
+		return nil, fail(C.REACT_E_HANDLE, "%s: unknown or closed tuner handle %d", who, uint64(h))
+	}
+	return d, C.REACT_OK
+}
+
+// driverStatus maps a driver error to a status.
+func driverStatus(who string, err error) C.int {
+	if err == nil {
+		return C.REACT_OK
+	}
+	var e *driver.Error
+	if errors.As(err, &e) {
+		switch e.Kind {
+		case driver.Invalid:
+			return fail(C.REACT_E_INVALID, "%s: %v", who, err)
+		case driver.State:
+			return fail(C.REACT_E_STATE, "%s: %v", who, err)
+		case driver.Closed:
+			return fail(C.REACT_E_HANDLE, "%s: %v", who, err)
+		}
+	}
+	return fail(C.REACT_E_PANIC, "%s: %v", who, err)
+}
+
+//export react_go_tuner_close
+func react_go_tuner_close(h C.uint64_t) (st C.int) {
+	defer guard(&st)
+	const who = "react_tuner_close"
+	d, st := lookup(who, h)
+	if st != C.REACT_OK {
+		return st
+	}
+	if err := d.Close(); err != nil {
+		return driverStatus(who, err) // a concurrent close won
+	}
+	cgo.Handle(h).Delete()
+	return C.REACT_OK
+}
+
+//export react_go_tuner_reset
+func react_go_tuner_reset(h C.uint64_t) (st C.int) {
+	defer guard(&st)
+	const who = "react_tuner_reset"
+	d, st := lookup(who, h)
+	if st != C.REACT_OK {
+		return st
+	}
+	return driverStatus(who, d.Reset())
+}
+
+//export react_go_tuner_submit
+func react_go_tuner_submit(h C.uint64_t, buf *C.uint8_t, n C.size_t) (st C.int) {
+	defer guard(&st)
+	const who = "react_tuner_submit"
+	d, st := lookup(who, h)
+	if st != C.REACT_OK {
+		return st
+	}
+	if buf == nil {
+		return fail(C.REACT_E_ARG, "%s: batch buffer is NULL", who)
+	}
+	b, err := wire.DecodeFCTBatch(in(buf, n))
+	if err != nil {
+		d.Refused()
+		return fail(C.REACT_E_INVALID, "%s: %v", who, err)
+	}
+	return driverStatus(who, d.Submit(b))
+}
+
+// ringView checks a caller's region and views it as a ring.
+func ringView(who string, region unsafe.Pointer, size C.size_t) (*shmring.Ring, C.int) {
+	if region == nil {
+		return nil, fail(C.REACT_E_ARG, "%s: region is NULL", who)
+	}
+	r, err := shmring.Open(unsafe.Slice((*byte)(region), int(size)))
+	if err != nil {
+		return nil, fail(C.REACT_E_RING, "%s: %v", who, err)
+	}
+	return r, C.REACT_OK
+}
+
+//export react_go_tuner_attach_ring
+func react_go_tuner_attach_ring(h C.uint64_t, region unsafe.Pointer, size C.size_t) (st C.int) {
+	defer guard(&st)
+	const who = "react_tuner_attach_ring"
+	d, st := lookup(who, h)
+	if st != C.REACT_OK {
+		return st
+	}
+	var r *shmring.Ring
+	if region != nil || size != 0 {
+		if r, st = ringView(who, region, size); st != C.REACT_OK {
+			return st
+		}
+	}
+	return driverStatus(who, d.Attach(r))
+}
+
+//export react_go_tuner_decision
+func react_go_tuner_decision(h C.uint64_t, version, effective *C.int64_t, buf *C.uint8_t, cap C.size_t, n *C.size_t) (st C.int) {
+	defer guard(&st)
+	const who = "react_tuner_decision"
+	d, st := lookup(who, h)
+	if st != C.REACT_OK {
+		return st
+	}
+	if version == nil || effective == nil || n == nil {
+		return fail(C.REACT_E_ARG, "%s: version, effective_epoch and len must not be NULL", who)
+	}
+	room := int(cap)
+	if buf == nil {
+		room = 0
+	}
+	dec, ok, fits := d.Decision(room)
+	if !ok {
+		*n = 0
+		return C.REACT_NONE
+	}
+	*version, *effective = C.int64_t(dec.Version), C.int64_t(dec.Effective)
+	if !fits {
+		*n = C.size_t(len(dec.Pattern))
+		return fail(C.REACT_E_SHORT, "%s: buffer of %d bytes, pattern version %d needs %d", who, room, dec.Version, len(dec.Pattern))
+	}
+	return out(dec.Pattern, buf, cap, n)
+}
+
+//export react_go_tuner_stats
+func react_go_tuner_stats(h C.uint64_t, stats *C.react_stats_t, size C.size_t) (st C.int) {
+	defer guard(&st)
+	const who = "react_tuner_stats"
+	d, st := lookup(who, h)
+	if st != C.REACT_OK {
+		return st
+	}
+	if stats == nil {
+		return fail(C.REACT_E_ARG, "%s: stats is NULL", who)
+	}
+	s := d.Stats()
+	var c C.react_stats_t
+	c.batches, c.epochs = C.uint64_t(s.Batches), C.uint64_t(s.Epochs)
+	c.ring_slots, c.ring_corrupt, c.ring_overruns = C.uint64_t(s.RingSlots), C.uint64_t(s.RingCorrupt), C.uint64_t(s.RingOverruns)
+	c.rejected, c.decisions, c.patterns = C.uint64_t(s.Rejected), C.uint64_t(s.Decisions), C.uint64_t(s.Patterns)
+	c.version, c.last_epoch = C.int64_t(s.Version), C.int64_t(s.LastEpoch)
+	if s.RingAttached {
+		c.ring_attached = 1
+	}
+	k := min(int(size), int(unsafe.Sizeof(c)))
+	copy(unsafe.Slice((*byte)(unsafe.Pointer(stats)), k), unsafe.Slice((*byte)(unsafe.Pointer(&c)), k))
+	return C.REACT_OK
+}
+
+//export react_go_tuner_error
+func react_go_tuner_error(h C.uint64_t, buf *C.char, cap C.size_t) (st C.int) {
+	defer guard(&st)
+	const who = "react_tuner_error"
+	d, st := lookup(who, h)
+	if st != C.REACT_OK {
+		return st
+	}
+	if buf == nil || cap == 0 {
+		return fail(C.REACT_E_ARG, "%s: buf is NULL or cap is 0", who)
+	}
+	msg := d.LastError()
+	if len(msg) > C.REACT_ERROR_MAX-1 {
+		msg = msg[:C.REACT_ERROR_MAX-1]
+	}
+	st = outString(msg, buf, cap)
+	if st == C.REACT_OK && msg == "" {
+		return C.REACT_NONE
+	}
+	return st
+}
+
+//export react_go_ring_size
+func react_go_ring_size(slots, slotSize C.uint32_t, size *C.size_t) (st C.int) {
+	defer guard(&st)
+	if size == nil {
+		return fail(C.REACT_E_ARG, "react_ring_size: size is NULL")
+	}
+	n, err := shmring.Size(uint32(slots), uint32(slotSize))
+	if err != nil {
+		return fail(C.REACT_E_ARG, "react_ring_size: %v", err)
+	}
+	*size = C.size_t(n)
+	return C.REACT_OK
+}
+
+//export react_go_ring_format
+func react_go_ring_format(region unsafe.Pointer, size C.size_t, slots, slotSize, sum C.uint32_t) (st C.int) {
+	defer guard(&st)
+	if region == nil {
+		return fail(C.REACT_E_ARG, "react_ring_format: region is NULL")
+	}
+	if _, err := shmring.Format(unsafe.Slice((*byte)(region), int(size)), uint32(slots), uint32(slotSize), shmring.Checksum(sum)); err != nil {
+		return fail(C.REACT_E_ARG, "react_ring_format: %v", err)
+	}
+	return C.REACT_OK
+}
+
+//export react_go_ring_push
+func react_go_ring_push(region unsafe.Pointer, size C.size_t, payload *C.uint8_t, n C.size_t) (st C.int) {
+	defer guard(&st)
+	const who = "react_ring_push"
+	r, st := ringView(who, region, size)
+	if st != C.REACT_OK {
+		return st
+	}
+	if payload == nil && n > 0 {
+		return fail(C.REACT_E_ARG, "%s: payload is NULL", who)
+	}
+	err := r.Push(in(payload, n))
+	var he *shmring.HeaderError
+	switch {
+	case err == nil:
+		return C.REACT_OK
+	case errors.Is(err, shmring.ErrFull):
+		return fail(C.REACT_E_FULL, "%s: ring full (%d slots, head %d, tail %d)", who, r.Slots(), r.Head(), r.Tail())
+	case errors.Is(err, shmring.ErrTooLarge):
+		return fail(C.REACT_E_ARG, "%s: %v", who, err)
+	case errors.As(err, &he):
+		return fail(C.REACT_E_RING, "%s: %v", who, err)
+	}
+	return fail(C.REACT_E_PANIC, "%s: %v", who, err)
+}
+
+func cuda() (*cudart.Runtime, error) {
+	cudaOnce.Do(func() {
+		cudaRT, cudaErr = cudart.Load(cudart.Names()...)
+		if log := logger.Load(); log != nil {
+			if cudaErr != nil {
+				log.Info("CUDA runtime", zap.Error(cudaErr))
+			} else {
+				log.Info("CUDA runtime", zap.String("library", cudaRT.Name))
+			}
+		}
+	})
+	return cudaRT, cudaErr
+}
+
+//export react_go_cuda_available
+func react_go_cuda_available() (st C.int) {
+	defer guard(&st)
+	rt, err := cuda()
+	if err != nil {
+		return fail(C.REACT_E_UNAVAILABLE, "react_cuda_available: %v", err)
+	}
+	n, err := rt.DeviceCount()
+	if err != nil {
+		return fail(C.REACT_E_UNAVAILABLE, "react_cuda_available: %s: %v", rt.Name, err)
+	}
+	if n < 1 {
+		return fail(C.REACT_E_UNAVAILABLE, "react_cuda_available: %s sees no CUDA device", rt.Name)
+	}
+	return C.REACT_OK
+}
+
+//export react_go_cuda_elapsed
+func react_go_cuda_elapsed(start, end *C.uint64_t, n C.size_t, seconds *C.double) (st C.int) {
+	defer guard(&st)
+	const who = "react_cuda_elapsed"
+	if n > 0 && (start == nil || end == nil || seconds == nil) {
+		return fail(C.REACT_E_ARG, "%s: start, end and seconds must not be NULL", who)
+	}
+	rt, err := cuda()
+	if err != nil {
+		return fail(C.REACT_E_UNAVAILABLE, "%s: %v", who, err)
+	}
+	if n == 0 {
+		return C.REACT_OK
+	}
+	s := unsafe.Slice((*uint64)(unsafe.Pointer(start)), int(n))
+	e := unsafe.Slice((*uint64)(unsafe.Pointer(end)), int(n))
+	secs := unsafe.Slice((*float64)(unsafe.Pointer(seconds)), int(n))
+	st = C.REACT_OK
+	for i := range secs {
+		v, err := rt.Elapsed(uintptr(s[i]), uintptr(e[i]))
+		switch {
+		case errors.Is(err, cudart.ErrNotReady):
+			secs[i], st = math.NaN(), C.REACT_NONE
+		case err != nil:
+			return fail(C.REACT_E_CUDA, "%s: pair %d: %v", who, i, err)
+		default:
+			secs[i] = v
+		}
+	}
+	return st
+}

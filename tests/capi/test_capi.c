@@ -1,0 +1,541 @@
+/*
+ * test_capi.c: every function of capi/react.h from C, with good and bad
+ * input: NULL pointers, unknown and closed handles, short buffers, malformed
+ * and semantically wrong patterns, corrupt, torn and truncated ring slots
+ * written from C, double close, per-thread errors, a forked child.
+ *
+ *   test_capi LOGFILE
+ *
+ * Prints one line per failed check and a final "N passed, M failed"; exits
+ * non-zero on any failure.
+ */
+#include <errno.h>
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "helpers.h"
+#include "react.h"
+
+static int passed, failed;
+static char errbuf[REACT_ERROR_MAX];
+
+static const char* last_error(void) {
+    if (react_last_error(errbuf, sizeof errbuf) == REACT_NONE) return "(none)";
+    return errbuf;
+}
+
+#define CHECK(cond, ...)                                              \
+    do {                                                              \
+        if (cond) passed++;                                           \
+        else {                                                        \
+            failed++;                                                 \
+            printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #cond);    \
+            printf(__VA_ARGS__);                                      \
+            printf("\n");                                             \
+        }                                                             \
+    } while (0)
+
+/* EXPECT: call returns want and, for failures, the thread's message has sub. */
+#define EXPECT(call, want, sub)                                                          \
+    do {                                                                                 \
+        int st_ = (call);                                                                \
+        const char* e_ = st_ < 0 ? last_error() : "";                                    \
+        CHECK(st_ == (want) && (st_ >= 0 || strstr(e_, (sub)) != NULL),                  \
+              "status %d, want %d; last error \"%s\", want it to contain \"%s\"", st_,  \
+              (want), e_, (sub));                                                        \
+    } while (0)
+
+#define MSG 1048576.0
+
+/* generate returns a malloc'd msgpack pattern via the size-query protocol. */
+static uint8_t* generate(const char* op, const char* algo, int ranks, int root, size_t* len) {
+    if (react_pattern_generate(op, algo, ranks, root, NULL, 0, len) != REACT_E_SHORT) return NULL;
+    uint8_t* b = malloc(*len);
+    if (react_pattern_generate(op, algo, ranks, root, b, *len, len) != REACT_OK) {
+        free(b);
+        return NULL;
+    }
+    return b;
+}
+
+/* make_batch encodes epochs epochs of FCTs of pattern v from epoch0. */
+static void make_batch(mp_buf* m, const pattern_view* v, int64_t epoch0, int64_t version, int epochs,
+                       int slow) {
+    double* fct = malloc(sizeof(double) * epochs * v->nflows);
+    double* el = malloc(sizeof(double) * epochs);
+    synth_fcts(v, MSG, epoch0, epochs, slow, fct, el);
+    mp_batch(m, epoch0, version, epochs, (uint32_t)v->nflows, fct, el);
+    free(fct);
+    free(el);
+}
+
+static react_stats_t stats_of(uint64_t h) {
+    react_stats_t s;
+    memset(&s, 0xff, sizeof s);
+    int st = react_tuner_stats(h, &s, sizeof s);
+    CHECK(st == REACT_OK, "react_tuner_stats: %d %s", st, last_error());
+    return s;
+}
+
+/* ---- the library, errors, logging -------------------------------------- */
+
+static void test_library(const char* logfile) {
+    CHECK(react_abi_version() == REACT_ABI_VERSION, "abi version %d", react_abi_version());
+
+    char small[8];
+    CHECK(react_last_error(small, sizeof small) == REACT_NONE && small[0] == 0, "fresh thread has an error");
+    CHECK(react_last_error(NULL, 10) == REACT_E_ARG, "NULL buf");
+    CHECK(react_last_error(small, 0) == REACT_E_ARG, "cap 0");
+
+    EXPECT(react_init(99, NULL, 0), REACT_E_ARG, "log level 99");
+    EXPECT(react_init(REACT_LOG_INFO, NULL, -2), REACT_E_ARG, "gomaxprocs -2");
+    EXPECT(react_init(REACT_LOG_INFO, "/nonexistent-dir/x/react.log", 0), REACT_E_ARG, "log file");
+    /* truncation of the thread's message */
+    CHECK(react_last_error(small, sizeof small) == REACT_E_SHORT && strlen(small) == sizeof small - 1,
+          "short buffer for the last error: \"%s\"", small);
+    EXPECT(react_init(REACT_LOG_INFO, logfile, 2), REACT_OK, "");
+}
+
+/* ---- patterns ------------------------------------------------------------ */
+
+static void test_patterns(void) {
+    size_t len = 0;
+    uint8_t buf[64];
+    EXPECT(react_pattern_generate(NULL, "tree", 8, -1, NULL, 0, &len), REACT_E_ARG, "must not be NULL");
+    EXPECT(react_pattern_generate("allreduce", NULL, 8, -1, NULL, 0, &len), REACT_E_ARG, "must not be NULL");
+    EXPECT(react_pattern_generate("allreduce", "tree", 8, -1, NULL, 0, NULL), REACT_E_ARG, "must not be NULL");
+    EXPECT(react_pattern_generate("alltoall", "tree", 8, -1, NULL, 0, &len), REACT_E_ARG, "alltoall");
+    EXPECT(react_pattern_generate("allreduce", "zigzag", 8, -1, NULL, 0, &len), REACT_E_ARG, "zigzag");
+    EXPECT(react_pattern_generate("allreduce", "tree", 0, -1, NULL, 0, &len), REACT_E_ARG, "");
+    EXPECT(react_pattern_generate("broadcast", "tree", 8, 9, NULL, 0, &len), REACT_E_ARG, "");
+
+    len = 0;
+    EXPECT(react_pattern_generate("allreduce", "tree", 8, -1, NULL, 0, &len), REACT_E_SHORT, "needed");
+    size_t need = len;
+    CHECK(need > 100, "size query gave %zu", need);
+    len = 0;
+    EXPECT(react_pattern_generate("allreduce", "tree", 8, -1, buf, sizeof buf, &len), REACT_E_SHORT, "needed");
+    CHECK(len == need, "short buffer: len %zu, want %zu", len, need);
+    uint8_t* p = malloc(need);
+    EXPECT(react_pattern_generate("allreduce", "tree", 8, -1, p, need, &len), REACT_OK, "");
+    pattern_view v;
+    CHECK(read_pattern(p, len, &v) == 0 && v.ranks == 8 && v.nflows == 28, "pattern ranks %lld flows %lld",
+          (long long)v.ranks, (long long)v.nflows);
+    EXPECT(react_pattern_check(p, len), REACT_OK, "");
+
+    size_t blen;
+    uint8_t* bc = generate("broadcast", "tree", 6, 2, &blen);
+    CHECK(bc != NULL, "broadcast from root 2");
+    if (bc) EXPECT(react_pattern_check(bc, blen), REACT_OK, "");
+    free(bc);
+
+    EXPECT(react_pattern_check(NULL, 10), REACT_E_ARG, "NULL");
+    EXPECT(react_pattern_check((const uint8_t*)"\x93\x01\x02\x03", 4), REACT_E_INVALID, "want a map");
+    EXPECT(react_pattern_check(p, len / 2), REACT_E_INVALID, "");
+    EXPECT(react_pattern_check(p, 0), REACT_E_INVALID, "truncated");
+
+    /* A semantic violation: redirect flow 0 to another rank. */
+    uint8_t* bad = malloc(len);
+    memcpy(bad, p, len);
+    pattern_view bv;
+    read_pattern(bad, len, &bv);
+    uint8_t* d0 = (uint8_t*)bv.dst;
+    int32_t src0 = le_i32(bv.src), dst0 = le_i32(bv.dst);
+    int32_t nd = (dst0 + 1) % 8;
+    if (nd == src0) nd = (nd + 1) % 8;
+    d0[0] = (uint8_t)nd;
+    EXPECT(react_pattern_check(bad, len), REACT_E_SEMANTICS, "allreduce");
+    free(bad);
+    free(p);
+}
+
+/* ---- tuners through submit ----------------------------------------------- */
+
+static void test_handles_unknown(void) {
+    uint64_t unknown[] = {0, 987654321};
+    react_stats_t s;
+    char msg[64];
+    size_t len;
+    int64_t ver, eff;
+    uint8_t b[4];
+    for (int i = 0; i < 2; i++) {
+        uint64_t h = unknown[i];
+        EXPECT(react_tuner_close(h), REACT_E_HANDLE, "unknown or closed tuner handle");
+        EXPECT(react_tuner_reset(h), REACT_E_HANDLE, "unknown or closed");
+        EXPECT(react_tuner_submit(h, b, 4), REACT_E_HANDLE, "unknown or closed");
+        EXPECT(react_tuner_attach_ring(h, NULL, 0), REACT_E_HANDLE, "unknown or closed");
+        EXPECT(react_tuner_decision(h, &ver, &eff, b, 4, &len), REACT_E_HANDLE, "unknown or closed");
+        EXPECT(react_tuner_stats(h, &s, sizeof s), REACT_E_HANDLE, "unknown or closed");
+        EXPECT(react_tuner_error(h, msg, sizeof msg), REACT_E_HANDLE, "unknown or closed");
+    }
+}
+
+static uint64_t create_tree8(uint8_t** pat, size_t* plen, pattern_view* v) {
+    *pat = generate("allreduce", "tree", 8, -1, plen);
+    read_pattern(*pat, *plen, v);
+    uint64_t h = 0;
+    EXPECT(react_tuner_create(*pat, *plen, MSG, "{\"B\": 6, \"Lag\": 5, \"label\": \"capi test\"}", &h), REACT_OK, "");
+    return h;
+}
+
+static void test_tuner(void) {
+    uint8_t* pat;
+    size_t plen;
+    pattern_view v;
+    uint64_t h = 0;
+
+    pat = generate("allreduce", "tree", 8, -1, &plen);
+    EXPECT(react_tuner_create(pat, plen, MSG, NULL, NULL), REACT_E_ARG, "handle pointer is NULL");
+    EXPECT(react_tuner_create(NULL, plen, MSG, NULL, &h), REACT_E_ARG, "NULL");
+    EXPECT(react_tuner_create(pat, plen - 1, MSG, NULL, &h), REACT_E_INVALID, "");
+    EXPECT(react_tuner_create(pat, plen, 0, NULL, &h), REACT_E_ARG, "message_bytes 0");
+    EXPECT(react_tuner_create(pat, plen, NAN, NULL, &h), REACT_E_ARG, "message_bytes NaN");
+    EXPECT(react_tuner_create(pat, plen, MSG, "{\"Bee\": 6}", &h), REACT_E_INVALID, "unknown field");
+    EXPECT(react_tuner_create(pat, plen, MSG, "[6]", &h), REACT_E_INVALID, "not a JSON object");
+    EXPECT(react_tuner_create(pat, plen, MSG, "{\"B\": 6} {}", &h), REACT_E_INVALID, "data after the object");
+    EXPECT(react_tuner_create(pat, plen, MSG, "{\"B\": \"six\"}", &h), REACT_E_INVALID, "config_json");
+    EXPECT(react_tuner_create(pat, plen, MSG, "{\"B\": 0}", &h), REACT_E_ARG, "B = 0");
+    free(pat);
+
+    h = create_tree8(&pat, &plen, &v);
+    CHECK(h != 0, "handle 0");
+    react_stats_t s = stats_of(h);
+    CHECK(s.batches == 0 && s.last_epoch == -1 && s.version == 0 && s.ring_attached == 0, "fresh stats");
+
+    mp_buf m = {0};
+    char msg[REACT_ERROR_MAX];
+    EXPECT(react_tuner_error(h, msg, sizeof msg), REACT_NONE, "");
+    EXPECT(react_tuner_error(h, NULL, 8), REACT_E_ARG, "buf is NULL");
+    EXPECT(react_tuner_submit(h, NULL, 10), REACT_E_ARG, "batch buffer is NULL");
+    EXPECT(react_tuner_submit(h, (const uint8_t*)"\xc0", 1), REACT_E_INVALID, "want a map, got nil");
+
+    /* a batch for another pattern: 4 ranks, 12 flows */
+    size_t p4len;
+    uint8_t* p4 = generate("allreduce", "tree", 4, -1, &p4len);
+    pattern_view v4;
+    read_pattern(p4, p4len, &v4);
+    make_batch(&m, &v4, 0, 0, 6, -1);
+    EXPECT(react_tuner_submit(h, m.b, m.n), REACT_E_INVALID, "batch has 12 flows per epoch");
+    free(p4);
+
+    /* no decision yet */
+    int64_t ver = -7, eff = -7;
+    size_t len = 99;
+    uint8_t small[16];
+    EXPECT(react_tuner_decision(h, &ver, &eff, small, sizeof small, &len), REACT_NONE, "");
+    CHECK(len == 0, "len %zu after REACT_NONE", len);
+    EXPECT(react_tuner_decision(h, NULL, &eff, small, sizeof small, &len), REACT_E_ARG, "must not be NULL");
+    EXPECT(react_tuner_decision(h, &ver, &eff, small, sizeof small, NULL), REACT_E_ARG, "must not be NULL");
+
+    /* epochs 0..5 with rank 3 slow: one tuner batch, a new pattern */
+    make_batch(&m, &v, 0, 0, 6, 3);
+    EXPECT(react_tuner_submit(h, m.b, m.n), REACT_OK, "");
+    s = stats_of(h);
+    CHECK(s.batches == 1 && s.epochs == 6 && s.decisions == 1 && s.patterns == 1 && s.last_epoch == 5,
+          "stats after one batch: batches %llu epochs %llu decisions %llu patterns %llu last %lld",
+          (unsigned long long)s.batches, (unsigned long long)s.epochs, (unsigned long long)s.decisions,
+          (unsigned long long)s.patterns, (long long)s.last_epoch);
+
+    /* the stats prefix for an older, smaller struct */
+    react_stats_t part;
+    memset(&part, 0xab, sizeof part);
+    EXPECT(react_tuner_stats(h, &part, 2 * sizeof(uint64_t)), REACT_OK, "");
+    CHECK(part.batches == 1 && part.epochs == 6 && part.ring_slots == 0xababababababababull, "stats prefix");
+    EXPECT(react_tuner_stats(h, NULL, sizeof part), REACT_E_ARG, "stats is NULL");
+
+    len = 0;
+    EXPECT(react_tuner_decision(h, &ver, &eff, NULL, 0, &len), REACT_E_SHORT, "needs");
+    size_t need = len;
+    CHECK(need > 100 && ver == 1 && eff == 10, "size query: len %zu version %lld effective %lld", need,
+          (long long)ver, (long long)eff);
+    EXPECT(react_tuner_decision(h, &ver, &eff, small, sizeof small, &len), REACT_E_SHORT, "needs");
+    CHECK(len == need, "short buffer len %zu", len);
+    uint8_t* dec = malloc(need);
+    EXPECT(react_tuner_decision(h, &ver, &eff, dec, need, &len), REACT_OK, "");
+    CHECK(len == need && ver == 1 && eff == 10, "decision len %zu version %lld effective %lld", len,
+          (long long)ver, (long long)eff);
+    EXPECT(react_pattern_check(dec, len), REACT_OK, "");
+    pattern_view dv;
+    CHECK(read_pattern(dec, len, &dv) == 0 && dv.nflows == v.nflows, "decided pattern readable");
+    CHECK(memcmp(dv.src, v.src, 4 * v.nflows) != 0 || memcmp(dv.dst, v.dst, 4 * v.nflows) != 0,
+          "decided pattern equals the initial one");
+    EXPECT(react_tuner_decision(h, &ver, &eff, dec, need, &len), REACT_NONE, "");
+
+    /* order and version */
+    make_batch(&m, &v, 3, 0, 2, 3);
+    EXPECT(react_tuner_submit(h, m.b, m.n), REACT_E_STATE, "not after the last epoch observed (5)");
+    make_batch(&m, &v, 6, 1, 2, 3);
+    EXPECT(react_tuner_submit(h, m.b, m.n), REACT_E_STATE, "epoch 6 runs pattern version 0, the batch says version 1");
+    make_batch(&m, &v, 6, 0, 4, 3); /* epochs 6..9 on version 0 */
+    EXPECT(react_tuner_submit(h, m.b, m.n), REACT_OK, "");
+    make_batch(&m, &dv, 10, 1, 6, 3); /* the switch at epoch 10 */
+    EXPECT(react_tuner_submit(h, m.b, m.n), REACT_OK, "");
+    s = stats_of(h);
+    CHECK(s.version == 1 && s.last_epoch == 15 && s.rejected == 4, "after the switch: version %lld last %lld rejected %llu",
+          (long long)s.version, (long long)s.last_epoch, (unsigned long long)s.rejected);
+
+    /* reset: version 0, empty history, the same decision again */
+    EXPECT(react_tuner_reset(h), REACT_OK, "");
+    s = stats_of(h);
+    CHECK(s.version == 0 && s.last_epoch == -1, "after reset: version %lld last %lld", (long long)s.version,
+          (long long)s.last_epoch);
+    make_batch(&m, &v, 0, 0, 6, 3);
+    EXPECT(react_tuner_submit(h, m.b, m.n), REACT_OK, "");
+    EXPECT(react_tuner_decision(h, &ver, &eff, dec, need, &len), REACT_OK, "");
+    CHECK(ver == 1 && eff == 10, "decision after reset: version %lld", (long long)ver);
+
+    /* close, double close, use after close */
+    EXPECT(react_tuner_close(h), REACT_OK, "");
+    EXPECT(react_tuner_close(h), REACT_E_HANDLE, "unknown or closed");
+    EXPECT(react_tuner_submit(h, m.b, m.n), REACT_E_HANDLE, "unknown or closed");
+    EXPECT(react_tuner_reset(h), REACT_E_HANDLE, "unknown or closed");
+    EXPECT(react_tuner_decision(h, &ver, &eff, dec, need, &len), REACT_E_HANDLE, "unknown or closed");
+    free(dec);
+    free(m.b);
+    free(pat);
+}
+
+/* ---- the ring --------------------------------------------------------------- */
+
+static void* map_region(size_t size) {
+    void* r = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    return r == MAP_FAILED ? NULL : r;
+}
+
+static int wait_stats(uint64_t h, uint64_t ring_slots) {
+    for (int i = 0; i < 5000; i++) {
+        react_stats_t s = stats_of(h);
+        if (s.ring_slots >= ring_slots) return 1;
+        sleep_us(1000);
+    }
+    return 0;
+}
+
+static void test_ring(void) {
+    size_t size = 0;
+    EXPECT(react_ring_size(0, 4096, &size), REACT_E_ARG, "slot count 0");
+    EXPECT(react_ring_size(8, 4095, &size), REACT_E_ARG, "slot size 4095");
+    EXPECT(react_ring_size(8, 4096, NULL), REACT_E_ARG, "size is NULL");
+    EXPECT(react_ring_size(8, 4096, &size), REACT_OK, "");
+    CHECK(size == 192 + 8 * 4096, "ring size %zu", size);
+    void* region = map_region(size);
+    CHECK(region != NULL, "mmap");
+
+    EXPECT(react_ring_format(NULL, size, 8, 4096, REACT_CRC32C), REACT_E_ARG, "region is NULL");
+    EXPECT(react_ring_format(region, size, 8, 4096, 3), REACT_E_ARG, "checksum 3");
+    EXPECT(react_ring_format(region, size - 1, 8, 4096, REACT_CRC32C), REACT_E_ARG, "need");
+    EXPECT(react_ring_format(region, size, 8, 4096, REACT_CRC32C), REACT_OK, "");
+    CHECK(memcmp(region, REACT_RING_MAGIC, 8) == 0 && ring_u32(region, 12) == REACT_RING_HEADER &&
+              ring_u32(region, REACT_RING_OFF_SLOTS) == 8 && ring_u32(region, REACT_RING_OFF_SLOT_SIZE) == 4096,
+          "formatted header");
+
+    uint8_t* pat;
+    size_t plen;
+    pattern_view v;
+    uint64_t h = create_tree8(&pat, &plen, &v);
+
+    EXPECT(react_tuner_attach_ring(h, NULL, 100), REACT_E_ARG, "region is NULL");
+    EXPECT(react_tuner_attach_ring(h, region, 100), REACT_E_RING, "header alone needs 192");
+    EXPECT(react_tuner_attach_ring(h, region, size - 8), REACT_E_RING, "need");
+    ((uint8_t*)region)[0] = 'X';
+    EXPECT(react_tuner_attach_ring(h, region, size), REACT_E_RING, "magic");
+    ((uint8_t*)region)[0] = 'R';
+    EXPECT(react_tuner_attach_ring(h, (uint8_t*)region + 4, size - 4), REACT_E_RING, "");
+
+    /* Messages written by the C producer before the tuner attaches:
+     *   0: epochs 0..5, rank 3 slow (a new pattern)
+     *   1: a corrupt slot (payload changed after the checksum)
+     *   2: a truncated slot (length beyond the slot)
+     *   3: not a batch (good slot, bad msgpack)
+     *   4: epochs 6..9 */
+    mp_buf m = {0};
+    make_batch(&m, &v, 0, 0, 6, 3);
+    CHECK(ring_write(region, m.b, (uint32_t)m.n) == 0, "write 0");
+    CHECK(ring_write(region, m.b, (uint32_t)m.n) == 0, "write 1");
+    uint8_t* slot1 = (uint8_t*)region + REACT_RING_HEADER + 1 * 4096;
+    slot1[REACT_RING_SLOT_HEADER + 20] ^= 0x55;
+    CHECK(ring_write(region, m.b, (uint32_t)m.n) == 0, "write 2");
+    uint8_t* slot2 = (uint8_t*)region + REACT_RING_HEADER + 2 * 4096;
+    uint32_t huge = 4096;
+    memcpy(slot2 + 8, &huge, 4);
+    CHECK(ring_write(region, (const uint8_t*)"\x91\x01", 2) == 0, "write 3");
+    make_batch(&m, &v, 6, 0, 4, 3);
+    CHECK(ring_write(region, m.b, (uint32_t)m.n) == 0, "write 4");
+
+    EXPECT(react_tuner_attach_ring(h, region, size), REACT_OK, "");
+    CHECK(wait_stats(h, 5), "the tuner did not read 5 slots");
+    react_stats_t s = stats_of(h);
+    CHECK(s.batches == 2 && s.ring_slots == 5 && s.ring_corrupt == 2 && s.rejected == 1 && s.patterns == 1 &&
+              s.last_epoch == 9 && s.ring_attached == 1,
+          "ring stats: batches %llu slots %llu corrupt %llu rejected %llu patterns %llu last %lld",
+          (unsigned long long)s.batches, (unsigned long long)s.ring_slots, (unsigned long long)s.ring_corrupt,
+          (unsigned long long)s.rejected, (unsigned long long)s.patterns, (long long)s.last_epoch);
+    CHECK(*ring_word(region, REACT_RING_OFF_TAIL) == 5 && *ring_word(region, REACT_RING_OFF_REJECTED) == 3,
+          "ring tail %llu rejected %llu", (unsigned long long)*ring_word(region, REACT_RING_OFF_TAIL),
+          (unsigned long long)*ring_word(region, REACT_RING_OFF_REJECTED));
+    char msg[REACT_ERROR_MAX];
+    EXPECT(react_tuner_error(h, msg, sizeof msg), REACT_OK, "");
+    CHECK(strstr(msg, "ring message 3") != NULL, "tuner error \"%s\"", msg);
+
+    /* A torn slot: head published, seq not; refused after the grace. */
+    __atomic_store_n(ring_word(region, REACT_RING_OFF_HEAD), 6, __ATOMIC_RELEASE);
+    CHECK(wait_stats(h, 6), "the torn slot was not refused");
+    s = stats_of(h);
+    CHECK(s.ring_corrupt == 3, "corrupt %llu after the torn slot", (unsigned long long)s.ring_corrupt);
+    EXPECT(react_tuner_error(h, msg, sizeof msg), REACT_OK, "");
+    CHECK(strstr(msg, "torn slot") != NULL, "tuner error \"%s\"", msg);
+    char tiny[6];
+    CHECK(react_tuner_error(h, tiny, sizeof tiny) == REACT_E_SHORT && strlen(tiny) == 5, "short tuner error");
+
+    /* The tuner keeps its state: the pattern switch still goes through. */
+    int64_t ver, eff;
+    size_t len;
+    uint8_t* dec = malloc(1 << 16);
+    EXPECT(react_tuner_decision(h, &ver, &eff, dec, 1 << 16, &len), REACT_OK, "");
+    pattern_view dv;
+    read_pattern(dec, len, &dv);
+    make_batch(&m, &dv, 10, 1, 6, 3);
+    EXPECT(react_ring_push(region, size, m.b, m.n), REACT_OK, "");
+    CHECK(wait_stats(h, 7), "react_ring_push message not read");
+    s = stats_of(h);
+    CHECK(s.batches == 3 && s.version == 1 && s.last_epoch == 15, "after push: batches %llu version %lld",
+          (unsigned long long)s.batches, (long long)s.version);
+
+    /* detach */
+    EXPECT(react_tuner_attach_ring(h, NULL, 0), REACT_OK, "");
+    CHECK(stats_of(h).ring_attached == 0, "detached");
+
+    /* push into a ring nobody reads: full; and bad pushes */
+    size_t s2;
+    react_ring_size(2, 64, &s2);
+    void* r2 = map_region(s2);
+    EXPECT(react_ring_format(r2, s2, 2, 64, REACT_CRC32), REACT_OK, "");
+    EXPECT(react_ring_push(r2, s2, (const uint8_t*)"a", 1), REACT_OK, "");
+    EXPECT(react_ring_push(r2, s2, (const uint8_t*)"b", 1), REACT_OK, "");
+    EXPECT(react_ring_push(r2, s2, (const uint8_t*)"c", 1), REACT_E_FULL, "ring full");
+    EXPECT(react_ring_push(r2, s2, m.b, 49), REACT_E_ARG, "larger than a slot");
+    EXPECT(react_ring_push(r2, s2, NULL, 1), REACT_E_ARG, "payload is NULL");
+    EXPECT(react_ring_push(NULL, s2, m.b, 1), REACT_E_ARG, "region is NULL");
+    EXPECT(react_ring_push(r2, 100, m.b, 1), REACT_E_RING, "need");
+    munmap(r2, s2);
+
+    EXPECT(react_tuner_close(h), REACT_OK, "");
+    EXPECT(react_tuner_attach_ring(h, region, size), REACT_E_HANDLE, "unknown or closed");
+    munmap(region, size); /* safe: the library no longer reads it */
+    free(dec);
+    free(m.b);
+    free(pat);
+}
+
+/* ---- CUDA, threads, fork ---------------------------------------------------- */
+
+static void test_cuda(void) {
+    int st = react_cuda_available();
+    if (st == REACT_OK) {
+        printf("note: CUDA runtime available\n");
+    } else {
+        CHECK(st == REACT_E_UNAVAILABLE, "react_cuda_available: %d", st);
+        const char* e = last_error();
+        CHECK(strstr(e, "not available") || strstr(e, "no CUDA device"), "message \"%s\"", e);
+        uint64_t a = 1, b = 2;
+        double sec;
+        EXPECT(react_cuda_elapsed(&a, &b, 1, &sec), REACT_E_UNAVAILABLE, "not available");
+    }
+    double sec;
+    uint64_t a = 1;
+    EXPECT(react_cuda_elapsed(NULL, &a, 1, &sec), REACT_E_ARG, "must not be NULL");
+    EXPECT(react_cuda_elapsed(&a, &a, 1, NULL), REACT_E_ARG, "must not be NULL");
+}
+
+typedef struct {
+    int id;
+    int ok;
+} thread_arg;
+
+static void* thread_errors(void* p) {
+    thread_arg* a = p;
+    char want[32], got[REACT_ERROR_MAX];
+    snprintf(want, sizeof want, "op%d", a->id);
+    a->ok = 1;
+    for (int i = 0; i < 200; i++) {
+        size_t len;
+        if (react_pattern_generate(want, "tree", 4, -1, NULL, 0, &len) != REACT_E_ARG) a->ok = 0;
+        sched_yield();
+        if (react_last_error(got, sizeof got) != REACT_OK || !strstr(got, want)) a->ok = 0;
+    }
+    return NULL;
+}
+
+static void test_threads(void) {
+    pthread_t t[4];
+    thread_arg a[4];
+    for (int i = 0; i < 4; i++) {
+        a[i].id = i;
+        pthread_create(&t[i], NULL, thread_errors, &a[i]);
+    }
+    for (int i = 0; i < 4; i++) {
+        pthread_join(t[i], NULL);
+        CHECK(a[i].ok, "thread %d saw another thread's error", i);
+    }
+}
+
+static void test_fork(void) {
+    fflush(stdout);
+    pid_t pid = fork();
+    if (pid == 0) {
+        alarm(10); /* a hang here is the failure the guard prevents */
+        char e[REACT_ERROR_MAX];
+        int bad = 0;
+        size_t len;
+        if (react_abi_version() != REACT_E_FORK) bad |= 1;
+        if (react_last_error(e, sizeof e) != REACT_OK || !strstr(e, "forked child")) bad |= 2;
+        if (react_pattern_generate("allreduce", "tree", 4, -1, NULL, 0, &len) != REACT_E_FORK) bad |= 4;
+        if (react_tuner_submit(1, (const uint8_t*)"x", 1) != REACT_E_FORK) bad |= 8;
+        _exit(bad);
+    }
+    int status = 0;
+    CHECK(pid > 0 && waitpid(pid, &status, 0) == pid, "fork/wait");
+    CHECK(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child: exited %d status %d (bits: 1 abi, 2 message, 4 generate, 8 submit)",
+          WIFEXITED(status), WEXITSTATUS(status));
+    /* the parent is unaffected */
+    CHECK(react_abi_version() == REACT_ABI_VERSION, "parent after fork");
+}
+
+static void test_log(const char* logfile) {
+    FILE* f = fopen(logfile, "r");
+    CHECK(f != NULL, "log file %s: %s", logfile, strerror(errno));
+    if (!f) return;
+    char line[4096];
+    int created = 0, decision = 0;
+    while (fgets(line, sizeof line, f)) {
+        int tagged = strstr(line, "\"rank\":") && strstr(line, "\"pid\":");
+        CHECK(tagged, "log line without rank and pid: %s", line);
+        if (strstr(line, "tuner created") && strstr(line, "\"handle\":") && strstr(line, "\"version\":0")) created++;
+        if (strstr(line, "\"msg\":\"decision\"") && strstr(line, "\"version\":") && strstr(line, "\"label\":\"capi test\""))
+            decision++;
+    }
+    fclose(f);
+    CHECK(created >= 2 && decision >= 2, "log: %d creations, %d decisions", created, decision);
+}
+
+int main(int argc, char** argv) {
+    const char* logfile = argc > 1 ? argv[1] : "capi_test.log";
+    unlink(logfile);
+    test_library(logfile);
+    test_patterns();
+    test_handles_unknown();
+    test_tuner();
+    test_ring();
+    test_cuda();
+    test_threads();
+    test_fork();
+    test_log(logfile);
+    printf("%d passed, %d failed\n", passed, failed);
+    return failed ? 1 : 0;
+}
