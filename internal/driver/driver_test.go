@@ -248,7 +248,8 @@ func TestRing(t *testing.T) {
 	// A torn slot (head published, seq not) is refused after the grace.
 	le := func(off int, v uint64) { atomic.StoreUint64((*uint64)(unsafe.Pointer(&mem[off])), v) }
 	le(64, r.Head()+1)
-	waitFor(t, "the torn slot", func() bool { return d.Stats().RingCorrupt == 2 })
+	// The counter and the message are published separately: wait for both.
+	waitFor(t, "the torn slot", func() bool { return d.Stats().RingCorrupt == 2 && strings.Contains(d.LastError(), "torn slot") })
 	if e := d.LastError(); !strings.Contains(e, "torn slot") {
 		t.Fatalf("last error %q", e)
 	}
