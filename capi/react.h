@@ -120,6 +120,16 @@ int react_pattern_generate(const char* op, const char* algo, int ranks, int root
  * contribution (react_last_error names op, chunk, rank and flow). */
 int react_pattern_check(const uint8_t* buf, size_t len);
 
+/* Where a checked pattern's data goes: the msgpack map "react.layout/v1"
+ * with <i4 columns "start" (F+1), "blocks" and "owner" (one per chunk).
+ * For allgather, flow f carries blocks[start[f]:start[f+1]] (origin ranks,
+ * ascending); for reducescatter, owner[c] is the rank where chunk c
+ * completes (-1 for other ops). An executor places data by these, never
+ * by guessing from the algorithm. Output by the buffer protocol; the
+ * pattern is checked first (REACT_E_INVALID, REACT_E_SEMANTICS). */
+int react_pattern_layout(const uint8_t* pattern, size_t plen,
+                         uint8_t* buf, size_t cap, size_t* len);
+
 /* ---- Tuners ------------------------------------------------------------ */
 
 /* Creates a tuner for one recurring collective and starts its goroutine.

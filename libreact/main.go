@@ -182,6 +182,27 @@ func react_go_pattern_check(buf *C.uint8_t, n C.size_t) (st C.int) {
 	return st
 }
 
+//export react_go_pattern_layout
+func react_go_pattern_layout(pat *C.uint8_t, plen C.size_t, buf *C.uint8_t, cap C.size_t, n *C.size_t) (st C.int) {
+	defer guard(&st)
+	if n == nil {
+		return fail(C.REACT_E_ARG, "react_pattern_layout: len must not be NULL")
+	}
+	p, st := decodePattern("react_pattern_layout", pat, plen)
+	if st != C.REACT_OK {
+		return st
+	}
+	ly, err := semantics.NewLayout(p)
+	if err != nil {
+		return fail(C.REACT_E_PANIC, "react_pattern_layout: checked pattern has no layout: %v", err)
+	}
+	enc, err := wire.EncodeLayout(ly)
+	if err != nil {
+		return fail(C.REACT_E_PANIC, "react_pattern_layout: %v", err)
+	}
+	return out(enc, buf, cap, n)
+}
+
 // tunerConfig is what config_json may set.
 type tunerConfig struct {
 	tuner.Config

@@ -155,6 +155,59 @@ static void test_patterns(void) {
     free(p);
 }
 
+/* The layout of a ring allgather: every flow carries exactly one block, and
+ * flow f of step 1 carries its sender's own block. */
+static int layout_column(const uint8_t* b, size_t n, const char* want, const uint8_t** data, uint32_t* items) {
+    mp_rd r = {b, b + n, 0};
+    int is_map;
+    uint32_t keys = rd_len(&r, &is_map);
+    for (uint32_t i = 0; i < keys && !r.bad; i++) {
+        uint32_t kn;
+        const uint8_t* k = rd_bytes(&r, &kn);
+        if (r.bad) break;
+        if (!rd_key_is(k, kn, want)) { rd_skip(&r); continue; }
+        uint32_t fields = rd_len(&r, &is_map);
+        for (uint32_t f = 0; f < fields && !r.bad; f++) {
+            uint32_t fn;
+            const uint8_t* fk = rd_bytes(&r, &fn);
+            if (rd_key_is(fk, fn, "data")) { *data = rd_bytes(&r, items); *items /= 4; return r.bad ? -1 : 0; }
+            rd_skip(&r);
+        }
+    }
+    return -1;
+}
+
+static void test_layout(void) {
+    size_t len, need = 0, got = 0;
+    uint8_t* p = generate("allgather", "ring", 4, -1, &len);
+    CHECK(p != NULL, "ring allgather");
+    if (!p) return;
+    pattern_view v;
+    read_pattern(p, len, &v);
+    EXPECT(react_pattern_layout(p, len, NULL, 0, &need), REACT_E_SHORT, "needed");
+    uint8_t* ly = malloc(need);
+    EXPECT(react_pattern_layout(p, len, ly, need, &got), REACT_OK, "");
+    CHECK(got == need, "layout len %zu, want %zu", got, need);
+    const uint8_t *start = NULL, *blocks = NULL;
+    uint32_t ns = 0, nb = 0;
+    CHECK(layout_column(ly, got, "start", &start, &ns) == 0 && ns == v.nflows + 1, "start: %u items for %lld flows", ns, (long long)v.nflows);
+    CHECK(layout_column(ly, got, "blocks", &blocks, &nb) == 0 && nb == v.nflows, "blocks: %u for %lld flows", nb, (long long)v.nflows);
+    int one_each = start != NULL;
+    for (uint32_t f = 0; start && f + 1 < ns; f++) one_each &= le_i32(start + 4 * (f + 1)) - le_i32(start + 4 * f) == 1;
+    CHECK(one_each, "every ring allgather flow carries one block");
+    EXPECT(react_pattern_layout(NULL, 0, ly, need, &got), REACT_E_ARG, "NULL");
+    EXPECT(react_pattern_layout(p, len, ly, need, NULL), REACT_E_ARG, "len must not be NULL");
+    uint8_t* bad = malloc(len);
+    memcpy(bad, p, len);
+    read_pattern(bad, len, &v);
+    ((uint8_t*)v.dst)[0] = (uint8_t)((le_i32(v.dst) + 2) % 4); /* flow 0 now goes to a rank that already has the block */
+    int st = react_pattern_layout(bad, len, ly, need, &got);
+    CHECK(st == REACT_E_SEMANTICS || st == REACT_E_INVALID, "corrupted pattern: status %d", st);
+    free(bad);
+    free(ly);
+    free(p);
+}
+
 /* ---- tuners through submit ----------------------------------------------- */
 
 static void test_handles_unknown(void) {
@@ -529,6 +582,7 @@ int main(int argc, char** argv) {
     unlink(logfile);
     test_library(logfile);
     test_patterns();
+    test_layout();
     test_handles_unknown();
     test_tuner();
     test_ring();
