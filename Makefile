@@ -29,7 +29,28 @@ vet: deps
 test-go: deps
 	$(GO) test -count=1 ./...
 
-test: vet test-go test-c
+test: vet test-go test-c test-py
+
+# The Python side: one virtual environment per torch version, made once and
+# reused (torch from PyPI is gigabytes); the stamp marks a finished install.
+PYTHON        ?= python3
+TORCH_VERSION ?= 2.15.0
+VENV          ?= $(HOME)/.cache/react-torch/venv-torch$(TORCH_VERSION)
+VENV_PY       := $(VENV)/bin/python
+VENV_STAMP    := $(VENV)/.react-torch-ready
+
+.PHONY: venv test-py
+venv: $(VENV_STAMP)
+
+$(VENV_STAMP):
+	$(PYTHON) -m venv --clear $(VENV)
+	$(VENV_PY) -m pip install --quiet "torch==$(TORCH_VERSION)" numpy "msgpack>=1.0" pytest
+	touch $@
+
+# Multi-process tests of the react backend against Gloo, on the library
+# built in $(BUILD)/ (REACT_LIBRARY), the package from the source tree.
+test-py: lib venv
+	REACT_LIBRARY=$(CURDIR)/$(LIB) PYTHONPATH=$(CURDIR)/python $(VENV_PY) -m pytest -q -x tests/python
 
 # The C ABI: libreact.so and its cgo header in $(BUILD)/, exporting exactly
 # the functions of capi/react.h (libreact/react.map).

@@ -12,8 +12,11 @@ import os
 import threading
 from typing import Optional, Tuple
 
+# Status codes of capi/react.h; tests/python checks them against the header.
 OK, NONE = 0, 1
-E_SHORT = -3  # buffer too small; see capi/react.h
+E_ARG, E_INVALID, E_SHORT, E_SEMANTICS, E_HANDLE, E_STATE = -1, -2, -3, -4, -5, -6
+E_RING, E_FULL, E_UNAVAILABLE, E_CUDA, E_FORK, E_PANIC = -7, -8, -9, -10, -11, -12
+ABI_VERSION = 1
 
 _lock = threading.Lock()
 _lib: Optional[ctypes.CDLL] = None
@@ -62,20 +65,26 @@ def _declare(lib: ctypes.CDLL) -> None:
         "react_pattern_layout": ([u8p, c.c_size_t, u8p, c.c_size_t, sizep], c.c_int),
         "react_tuner_create": ([u8p, c.c_size_t, c.c_double, c.c_char_p, c.POINTER(c.c_uint64)], c.c_int),
         "react_tuner_close": ([c.c_uint64], c.c_int),
+        "react_tuner_reset": ([c.c_uint64], c.c_int),
         "react_tuner_submit": ([c.c_uint64, u8p, c.c_size_t], c.c_int),
+        "react_tuner_attach_ring": ([c.c_uint64, c.c_void_p, c.c_size_t], c.c_int),
         "react_tuner_decision": ([c.c_uint64, c.POINTER(c.c_int64), c.POINTER(c.c_int64), u8p, c.c_size_t, sizep], c.c_int),
+        "react_tuner_error": ([c.c_uint64, c.c_char_p, c.c_size_t], c.c_int),
+        "react_ring_size": ([c.c_uint32, c.c_uint32, sizep], c.c_int),
+        "react_ring_format": ([c.c_void_p, c.c_size_t, c.c_uint32, c.c_uint32, c.c_uint32], c.c_int),
+        "react_ring_push": ([c.c_void_p, c.c_size_t, u8p, c.c_size_t], c.c_int),
+        "react_cuda_available": ([], c.c_int),
+        "react_cuda_elapsed": ([c.POINTER(c.c_uint64), c.POINTER(c.c_uint64), c.c_size_t, c.POINTER(c.c_double)], c.c_int),
     }
     for name, (args, res) in sig.items():
-        fn = getattr(lib, name, None)
-        if fn is None:
-            continue
+        fn = getattr(lib, name)  # a missing symbol is a stale library: fail loudly
         fn.argtypes, fn.restype = args, res
 
 
 def lib() -> ctypes.CDLL:
     global _lib, _pid
     if _forked or (_pid is not None and _pid != os.getpid()):
-        raise ReactError(-9, "react_torch: libreact was loaded by a parent process; a forked child cannot call it (Go does not survive fork)")
+        raise ReactError(E_FORK, "react_torch: libreact was loaded by a parent process; a forked child cannot call it (Go does not survive fork)")
     if _lib is not None:
         return _lib
     with _lock:
@@ -85,8 +94,14 @@ def lib() -> ctypes.CDLL:
             from . import config
 
             cfg = config.from_env()
-            handle = ctypes.CDLL(library_path())
-            _declare(handle)
+            path = library_path()
+            handle = ctypes.CDLL(path)
+            try:
+                _declare(handle)
+            except AttributeError as e:
+                raise ReactError(E_ARG, f"react_torch: {path} is not the libreact this package expects ({e}); rebuild it (make lib)") from None
+            if handle.react_abi_version() != ABI_VERSION:
+                raise ReactError(E_ARG, f"react_torch: {path} has ABI {handle.react_abi_version()}, want {ABI_VERSION}; rebuild it (make lib)")
             rc = handle.react_init(cfg.log_level, cfg.log_path.encode() or None, cfg.gomaxprocs)
             if rc < 0:
                 raise ReactError(rc, "react_torch: react_init failed: " + _last_error(handle))

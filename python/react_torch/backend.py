@@ -49,6 +49,7 @@ class ReactProcessGroup(dist.ProcessGroup):
         self._plans: Dict[tuple, object] = {}
         self._patterns: Dict[bytes, Pattern] = {}
         self._delegated_logged = set()
+        self._executors: Dict[int, Executor] = {}
         self._works = []  # keep Works alive
         self._lock = threading.Lock()
         self._control = Control(self.cfg, self._ctrl_pg, rank, size, self._decode) if size > 1 and self.cfg.tune else None
@@ -73,6 +74,9 @@ class ReactProcessGroup(dist.ProcessGroup):
         if self._control is not None:
             self._control.close()
             self._control = None
+        for ex in self._executors.values():
+            ex.close()
+        self._executors.clear()
 
     # ---- plumbing
     def _inner(self, t: torch.Tensor) -> dist.ProcessGroup:
@@ -113,7 +117,11 @@ class ReactProcessGroup(dist.ProcessGroup):
             pl = plan(st.pattern, self._rank, numel)
             self._plans[pk] = pl
         t0 = time.perf_counter()
-        fct = Executor(self._inner(t), self._rank, self._size).run(st.pattern, pl, work, reduce)
+        inner = self._inner(t)
+        ex = self._executors.get(id(inner))
+        if ex is None:
+            ex = self._executors[id(inner)] = Executor(inner, self._rank, self._size)
+        fct = ex.run(st.pattern, pl, work, reduce)
         elapsed = time.perf_counter() - t0
         if self._control is not None:
             self._control.end(key, st, fct, elapsed)

@@ -21,6 +21,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 import msgpack
 import numpy as np
+import torch
 import torch.distributed as dist
 
 from . import _lib
@@ -96,17 +97,13 @@ class Control:
                 if item is None:
                     return
                 key, e, ver, fct, elapsed = item
-                objs: List[Any] = [None] * self.size if self.rank == self.cfg.leader else None
-                dist.gather_object((fct, elapsed), objs, dst=self.cfg.leader, group=self.group)
-                reply = [None]
-                if self.rank == self.cfg.leader:
-                    reply[0] = self._decide(key, e, ver, objs)
-                dist.broadcast_object_list(reply, src=self.cfg.leader, group=self.group)
                 st = self.keys[key]
+                cols = self._gather(st.pattern.nflows, fct, elapsed)
+                reply = self._decide(key, e, ver, cols) if cols is not None else None
+                reply = self._broadcast(reply)
                 with self.cv:
-                    if reply[0] is not None:
-                        eff, nver, raw = reply[0]
-                        st.pending.append((eff, nver, raw))
+                    if reply is not None:
+                        st.pending.append(reply)
                     st.replied = e
                     self.cv.notify_all()
         except BaseException as exc:  # surfaced on the training thread
@@ -114,14 +111,41 @@ class Control:
                 self.error = exc
                 self.cv.notify_all()
 
-    def _decide(self, key: Key, e: int, ver: int, objs: List[Any]) -> Optional[Tuple[int, int, bytes]]:
+    # The control group is a bare Gloo group (never registered with
+    # torch.distributed), so it is driven through its own methods with
+    # fixed-size tensors: FCTs as one float64 row per rank, NaN where the
+    # rank received no such flow, the reply as a header then its bytes.
+    def _gather(self, nflows: int, fct: Dict[int, float], elapsed: float) -> Optional[np.ndarray]:
+        row = torch.full((nflows + 1,), float("nan"), dtype=torch.float64)
+        if fct:
+            row[torch.tensor(list(fct.keys()), dtype=torch.int64)] = torch.tensor(list(fct.values()), dtype=torch.float64)
+        row[nflows] = elapsed
+        leader = self.rank == self.cfg.leader
+        outs = [[torch.empty_like(row) for _ in range(self.size)]] if leader else []
+        opts = dist.GatherOptions()
+        opts.rootRank = self.cfg.leader
+        self.group.gather(outs, [row], opts).wait()
+        return torch.stack(outs[0]).numpy() if leader else None
+
+    def _broadcast(self, reply: Optional[Tuple[int, int, bytes]]) -> Optional[Tuple[int, int, bytes]]:
+        head = torch.zeros(4, dtype=torch.int64)
+        if reply is not None:
+            head[:] = torch.tensor([1, reply[0], reply[1], len(reply[2])])
+        opts = dist.BroadcastOptions()
+        opts.rootRank = self.cfg.leader
+        self.group.broadcast([head], opts).wait()
+        if int(head[0]) == 0:
+            return None
+        body = torch.frombuffer(bytearray(reply[2]), dtype=torch.uint8) if reply is not None else torch.empty(int(head[3]), dtype=torch.uint8)
+        self.group.broadcast([body], opts).wait()
+        return int(head[1]), int(head[2]), bytes(body.numpy().tobytes())
+
+    def _decide(self, key: Key, e: int, ver: int, cols: np.ndarray) -> Optional[Tuple[int, int, bytes]]:
         st = self.keys[key]
         p = st.pattern
-        fct = np.zeros(p.nflows)
-        for part, _ in objs:
-            for f, v in part.items():
-                fct[f] = v
-        elapsed = max(el for _, el in objs)
+        # every flow has one receiver: its row holds the FCT, the others NaN
+        fct = np.nan_to_num(np.fmax.reduce(cols[:, :-1], axis=0), nan=0.0)
+        elapsed = float(np.fmax.reduce(cols[:, -1]))
         if self.cfg.test_slow_rank >= 0:
             slow = p.dst == self.cfg.test_slow_rank
             fct[slow] *= 4

@@ -5,14 +5,15 @@ flow this rank receives.
 Per step a rank posts all its sends and receives at once (one message per
 (step, src, dst): the flows of a message are sent as one buffer, tagged with
 the first flow's index, in flow order on both sides), then applies what it
-received. A flow's completion time is stamped by a callback on its
-receive's future, from the moment the rank posted the step: it includes
-waiting for a late sender, as the paper's event pairs do.
+received. A flow's completion time is stamped when its receive completes,
+measured from the moment the rank posted the step: it includes waiting for
+a late sender, as the paper's event pairs do.
 """
 
 from __future__ import annotations
 
 import time
+from concurrent.futures import ThreadPoolExecutor
 from typing import Dict, List, Optional
 
 import torch
@@ -65,6 +66,17 @@ class Executor:
 
     def __init__(self, pg: dist.ProcessGroup, rank: int, size: int):
         self.pg, self.rank, self.size = pg, rank, size
+        self._threads: Optional[ThreadPoolExecutor] = None
+
+    def _pool(self) -> ThreadPoolExecutor:
+        if self._threads is None:
+            self._threads = ThreadPoolExecutor(max_workers=4, thread_name_prefix="react-recv")
+        return self._threads
+
+    def close(self) -> None:
+        if self._threads is not None:
+            self._threads.shutdown(wait=False)
+            self._threads = None
 
     def _parts(self, p: Pattern, pl: Plan, flows: List[int], work: torch.Tensor) -> List[torch.Tensor]:
         if p.op == "allgather":
@@ -76,6 +88,10 @@ class Executor:
             return out
         return [work[int(pl.chunk_lo[p.chunk[f]]) : int(pl.chunk_hi[p.chunk[f]])] for f in flows]
 
+    def _wait_stamped(self, w) -> float:
+        w.wait()
+        return time.perf_counter()
+
     def run(self, p: Pattern, pl: Plan, work: torch.Tensor, reduce: str = SUM) -> Dict[int, float]:
         """Runs the pattern in place on the flat buffer work; returns the FCT
         (seconds) of every flow this rank receives."""
@@ -84,40 +100,47 @@ class Executor:
             if not sends and not recvs:
                 continue
             t0 = time.perf_counter()
-            works = []
-            inbox = []
-            stamps: List[Optional[float]] = [None] * len(recvs)
+            send_works = []
+            recv_works = []  # (index into recvs, work)
+            inbox: List[Optional[tuple]] = [None] * len(recvs)
+            stamps: List[float] = [t0] * len(recvs)
             for m in sends:
                 parts = self._parts(p, pl, m.flows, work)
-                n = sum(x.numel() for x in parts)
-                if n == 0:
+                if sum(x.numel() for x in parts) == 0:
                     continue
                 buf = parts[0] if len(parts) == 1 else torch.cat(parts)
-                works.append(self.pg.send([buf], m.dst, m.tag))
+                send_works.append(self.pg.send([buf], m.dst, m.tag))
             for k, m in enumerate(recvs):
                 parts = self._parts(p, pl, m.flows, work)
                 n = sum(x.numel() for x in parts)
                 if n == 0:
-                    inbox.append(None)
-                    stamps[k] = t0
                     continue
                 buf = torch.empty(n, dtype=work.dtype, device=work.device)
-                w = self.pg.recv([buf], m.src, m.tag)
-                w.get_future().add_done_callback(lambda _f, k=k: stamps.__setitem__(k, time.perf_counter()))
-                works.append(w)
-                inbox.append((buf, parts))
-            for w in works:
+                recv_works.append((k, self.pg.recv([buf], m.src, m.tag)))
+                inbox[k] = (buf, parts)
+            # Gloo's point-to-point works have no future and complete only in
+            # wait(), so each receive beyond the first is waited on by a pool
+            # thread (wait releases the GIL): every message gets its own stamp.
+            later = [(k, self._pool().submit(self._wait_stamped, w)) for k, w in recv_works[1:]]
+            if recv_works:
+                k, w = recv_works[0]
+                stamps[k] = self._wait_stamped(w)
+            for k, fut in later:
+                stamps[k] = fut.result()
+            for w in send_works:
                 w.wait()
             for k, m in enumerate(recvs):
-                done = stamps[k] if stamps[k] is not None else time.perf_counter()
                 for f in m.flows:
-                    fct[f] = max(done - t0, 1e-9)
+                    fct[f] = max(stamps[k] - t0, 1e-9)
                 if inbox[k] is None:
                     continue
                 buf, parts = inbox[k]
                 off = 0
-                kinds = p.kind[m.flows]
-                for part, kind in zip(parts, [int(kinds[i]) for i in range(len(m.flows))] if p.op != "allgather" else [COPY] * len(parts)):
+                if p.op == "allgather":
+                    kinds = [COPY] * len(parts)
+                else:
+                    kinds = [int(x) for x in p.kind[m.flows]]
+                for part, kind in zip(parts, kinds):
                     seg = buf[off : off + part.numel()]
                     off += part.numel()
                     if kind == REDUCE:
