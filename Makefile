@@ -49,7 +49,7 @@ $(VENV_STAMP):
 
 # Multi-process tests of the react backend against Gloo, on the library
 # built in $(BUILD)/ (REACT_LIBRARY), the package from the source tree.
-test-py: lib venv
+test-py: lib build venv
 	REACT_LIBRARY=$(CURDIR)/$(LIB) PYTHONPATH=$(CURDIR)/python $(VENV_PY) -m pytest -q -x tests/python
 
 # The C ABI: libreact.so and its cgo header in $(BUILD)/, exporting exactly

@@ -19,7 +19,7 @@ _FIELDS = {
     "algo_broadcast": ("REACT_ALGO_BROADCAST", str, "tree", "tree"),
     "algo_reduce": ("REACT_ALGO_REDUCE", str, "tree", "tree"),
     "leader": ("REACT_LEADER", int, 0, "rank that runs the tuner"),
-    "fct_log": ("REACT_FCT_LOG", str, "", "write per-flow FCTs in the react replay format to this path (leader)"),
+    "fct_log": ("REACT_FCT_LOG", str, "", "write per-flow FCTs in the react replay format, one file per collective: PATH.OP.DTYPE.NUMEL[.rootR].jsonl (leader)"),
     "log_level": ("REACT_LOG_LEVEL", int, 1, "libreact log level: 0 debug, 1 info, 2 warn, 3 error"),
     "log_path": ("REACT_LOG_PATH", str, "", "libreact log file ('' = stderr)"),
     "gomaxprocs": ("REACT_GOMAXPROCS", int, 1, "Go threads per rank (0 = Go's default, all CPUs)"),

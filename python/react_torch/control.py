@@ -9,12 +9,18 @@ gathers match; the leader's reply for epoch e carries any switch with an
 effective epoch of at least e + lag; before running epoch e' every rank
 waits for the replies of all epochs up to e' - lag. So at every epoch every
 rank knows every switch due by then, and switches at the same epoch.
+
+Every rank checks a pattern it is sent (libreact's exactly-once check) and
+the ranks vote (a MIN allreduce on the control group): a pattern is used only
+when all accepted it; otherwise all keep the one in force, and the leader's
+tuner restarts from it.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import json
+import logging
 import queue
 import threading
 from typing import Any, Dict, List, Optional, Tuple
@@ -28,6 +34,8 @@ from . import _lib
 from .config import Config
 from .pattern import Pattern
 
+log = logging.getLogger("react_torch")
+
 Key = Tuple[str, str, int, int]  # (op, dtype, numel, root)
 
 
@@ -37,8 +45,10 @@ class KeyState:
     version: int = 0
     epoch: int = 0  # next epoch to run
     replied: int = -1  # last epoch whose reply arrived
-    pending: List[Tuple[int, int, bytes]] = dataclasses.field(default_factory=list)  # (effective, version, pattern)
+    pending: List[Tuple[int, int, Pattern]] = dataclasses.field(default_factory=list)  # (effective, version, pattern)
     tuned: bool = False
+    switches: int = 0  # patterns switched to
+    refused: int = 0  # patterns refused by the check
 
 
 def fct_batch(epoch: int, version: int, fct: np.ndarray, elapsed: float) -> bytes:
@@ -57,7 +67,9 @@ class Control:
         self.cv = threading.Condition()
         self.error: Optional[BaseException] = None
         self.tuners: Dict[Key, Any] = {}
-        self.log = open(cfg.fct_log, "a") if cfg.fct_log and rank == cfg.leader else None
+        self.base: Dict[Key, int] = {}  # our version of a tuner's version 0
+        self.versions_sent: Dict[Key, int] = {}
+        self.logs: Dict[Key, Any] = {}  # FCT log per key (leader, when asked for)
         self.thread = threading.Thread(target=self._loop, name="react-control", daemon=True)
         self.thread.start()
 
@@ -72,22 +84,22 @@ class Control:
             if self.error is not None:
                 raise RuntimeError(f"react_torch: control plane failed: {self.error}") from self.error
             while st.pending and st.pending[0][0] <= e:
-                _, ver, raw = st.pending.pop(0)
-                st.pattern, st.version = self.layout(raw), ver
+                _, st.version, st.pattern = st.pending.pop(0)
+                st.switches += 1
         return e
 
     def end(self, key: Key, st: KeyState, fct: Dict[int, float], elapsed: float) -> None:
         e = st.epoch
         st.epoch += 1
-        self.q.put((key, e, st.version, fct, elapsed))
+        self.q.put((key, e, st.version, st.pattern, fct, elapsed))
 
     def close(self) -> None:
         self.q.put(None)
         self.thread.join(timeout=5)
         for t in self.tuners.values():
             t.close()
-        if self.log:
-            self.log.close()
+        for f in self.logs.values():
+            f.close()
 
     # control thread
     def _loop(self) -> None:
@@ -96,14 +108,17 @@ class Control:
                 item = self.q.get()
                 if item is None:
                     return
-                key, e, ver, fct, elapsed = item
+                key, e, ver, pat, fct, elapsed = item
+                if callable(fct):  # CUDA: events read here, off the training thread
+                    fct = fct()
                 st = self.keys[key]
-                cols = self._gather(st.pattern.nflows, fct, elapsed)
-                reply = self._decide(key, e, ver, cols) if cols is not None else None
+                cols = self._gather(pat.nflows, fct, elapsed)
+                reply = self._decide(key, e, ver, pat, cols) if cols is not None else None
                 reply = self._broadcast(reply)
+                new = self._accept(key, reply) if reply is not None else None
                 with self.cv:
-                    if reply is not None:
-                        st.pending.append(reply)
+                    if new is not None:
+                        st.pending.append(new)
                     st.replied = e
                     self.cv.notify_all()
         except BaseException as exc:  # surfaced on the training thread
@@ -140,9 +155,43 @@ class Control:
         self.group.broadcast([body], opts).wait()
         return int(head[1]), int(head[2]), bytes(body.numpy().tobytes())
 
-    def _decide(self, key: Key, e: int, ver: int, cols: np.ndarray) -> Optional[Tuple[int, int, bytes]]:
+    def _accept(self, key: Key, reply: Tuple[int, int, bytes]) -> Optional[Tuple[int, int, Pattern]]:
+        """Every rank checks the pattern it was sent; it is used only when
+        every rank accepted it, else all keep the old one (and the leader's
+        tuner restarts from the pattern in force)."""
+        eff, ver, raw = reply
+        pat, why = None, ""
+        try:
+            pat = self.layout(raw)
+        except Exception as exc:  # a refused pattern is not an error of the job
+            why = str(exc)
+        ok = torch.tensor([1 if pat is not None else 0], dtype=torch.int64)
+        opts = dist.AllreduceOptions()
+        opts.reduceOp = dist.ReduceOp.MIN
+        self.group.allreduce([ok], opts).wait()
+        if int(ok[0]) == 1:
+            return eff, ver, pat
         st = self.keys[key]
-        p = st.pattern
+        st.refused += 1
+        log.warning("react_torch: rank %d: pattern version %d for %s refused (%s); keeping version %d", self.rank, ver, key, why or "refused by another rank", st.version)
+        t = self.tuners.pop(key, None)
+        if t is not None:
+            t.close()
+        self.versions_sent.pop(key, None)
+        return None
+
+    def _log(self, key: Key):
+        """The FCT log of a key: one file per key, since react replay reads
+        one collective's epochs in order."""
+        if not self.cfg.fct_log or self.rank != self.cfg.leader:
+            return None
+        f = self.logs.get(key)
+        if f is None:
+            f = self.logs[key] = open(log_path(self.cfg.fct_log, key), "w")
+        return f
+
+    def _decide(self, key: Key, e: int, ver: int, p: Pattern, cols: np.ndarray) -> Optional[Tuple[int, int, bytes]]:
+        st = self.keys[key]
         # every flow has one receiver: its row holds the FCT, the others NaN
         fct = np.nan_to_num(np.fmax.reduce(cols[:, :-1], axis=0), nan=0.0)
         elapsed = float(np.fmax.reduce(cols[:, -1]))
@@ -150,24 +199,37 @@ class Control:
             slow = p.dst == self.cfg.test_slow_rank
             fct[slow] *= 4
             elapsed = 0.0  # let the tuner take the critical path of the inflated FCTs
-        if self.log:
+        out = self._log(key)
+        if out is not None:
             for f in range(p.nflows):
-                self.log.write(json.dumps({"epoch": e, "version": ver, "flow": f, "chunk": int(p.chunk[f]), "step": int(p.step[f]),
+                out.write(json.dumps({"epoch": e, "version": ver, "flow": f, "chunk": int(p.chunk[f]), "step": int(p.step[f]),
                                            "src": int(p.src[f]), "dst": int(p.dst[f]), "bytes": float(p.fraction[f]) * key[2] * _itemsize(key[1]),
                                            "fct": float(fct[f])}) + "\n")
-            self.log.write(json.dumps({"epoch": e, "version": ver, "elapsed": elapsed}) + "\n")
+            if elapsed > 0:  # 0 under the test hook: the tuner then uses the critical path
+                out.write(json.dumps({"epoch": e, "version": ver, "elapsed": elapsed}) + "\n")
+            out.flush()
         if not self.cfg.tune or e + 1 < self.cfg.min_calls or not st.tuned or not (fct > 0).all():
             return None
+        if ver < self.versions_sent.get(key, 0):
+            return None  # a switch is still due: the tuner waits for its own version's epochs
         t = self.tuners.get(key)
         if t is None:
-            t = _lib.Tuner(p.raw, key[2] * _itemsize(key[1]), json.dumps(self.cfg.tuner_json()))
-            self.tuners[key] = t
-        t.submit(fct_batch(e, ver, fct, elapsed))
+            # a tuner numbers its patterns from 0; ours continue from the version in force
+            t = self.tuners[key] = _lib.Tuner(p.raw, key[2] * _itemsize(key[1]), json.dumps(self.cfg.tuner_json()))
+            self.base[key] = ver
+        t.submit(fct_batch(e, ver - self.base[key], fct, elapsed))
         d = t.decision()
         if d is None:
             return None
-        nver, eff, raw = d
-        return max(eff, e + self.cfg.Lag), nver, raw
+        tver, eff, raw = d
+        self.versions_sent[key] = tver + self.base[key]
+        return max(eff, e + self.cfg.Lag), tver + self.base[key], raw
+
+
+def log_path(base: str, key: Key) -> str:
+    """Where REACT_FCT_LOG=base puts a key's log: base.OP.DTYPE.NUMEL[.rootR].jsonl."""
+    op, dtype, numel, root = key
+    return f"{base}.{op}.{dtype}.{numel}" + (f".root{root}" if root >= 0 else "") + ".jsonl"
 
 
 def _itemsize(dtype: str) -> int:

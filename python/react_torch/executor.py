@@ -3,25 +3,43 @@ pattern's point-to-point flows on an inner process group, and times every
 flow this rank receives.
 
 Per step a rank posts all its sends and receives at once (one message per
-(step, src, dst): the flows of a message are sent as one buffer, tagged with
-the first flow's index, in flow order on both sides), then applies what it
-received. A flow's completion time is stamped when its receive completes,
-measured from the moment the rank posted the step: it includes waiting for
-a late sender, as the paper's event pairs do.
+(step, src, dst): the flows of a message travel as one buffer, in flow order
+on both sides), then applies what it received. A message larger than one
+segment travels as several, so that reducing a segment that has arrived
+overlaps with receiving the next (Gloo's own ring does the same).
+
+CPU (Gloo): a flow's completion time is stamped when its message's last
+segment arrives, measured from the moment the rank posted the step; it
+includes waiting for a late sender, as the paper's event pairs do. Gloo's
+point-to-point works complete only in wait(), so one pool thread per
+received message waits and stamps (wait releases the GIL) while the
+training thread applies segments in a fixed order (deterministic results).
+
+CUDA (NCCL): each step's sends and receives form one coalesced batch
+(lazily created pair communicators deadlock on cyclic first steps); CUDA
+events around the batch time the step, so every flow a rank receives in a
+step gets the step's time. The events are read off the training thread
+(the control thread calls the returned timer). Not run here: no GPU.
 """
 
 from __future__ import annotations
 
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Dict, List, Optional
+from typing import Callable, Dict, List, Optional, Tuple, Union
 
 import torch
 import torch.distributed as dist
 
-from .pattern import COPY, REDUCE, Pattern, Plan
+from .pattern import COPY, REDUCE, Message, Pattern, Plan
 
 SUM, AVG, PRODUCT, MIN, MAX = "sum", "avg", "product", "min", "max"
+
+SEGMENT_BYTES = 1 << 20  # a message is cut into segments of about this size
+MAX_SEGMENTS = 64  # and at most this many (tags: flow * MAX_SEGMENTS + segment)
+
+FCT = Union[Dict[int, float], Callable[[], Dict[int, float]]]
 
 
 def reduce_name(op) -> str:
@@ -41,8 +59,6 @@ def check_reduce(name: str, dtype: torch.dtype) -> None:
         raise TypeError(f"react_torch: avg needs a floating point tensor, got {dtype}")
     if name in (MIN, MAX) and dtype.is_complex:
         raise TypeError(f"react_torch: {name} is not defined for {dtype}")
-    if dtype == torch.bool and name not in (MIN, MAX, SUM, PRODUCT):
-        raise TypeError(f"react_torch: {name} is not supported for bool")
 
 
 def _combine(acc: torch.Tensor, x: torch.Tensor, name: str) -> None:
@@ -61,22 +77,106 @@ def _combine(acc: torch.Tensor, x: torch.Tensor, name: str) -> None:
         torch.maximum(acc, x, out=acc)
 
 
+def _segments(n: int, itemsize: int) -> List[Tuple[int, int]]:
+    """Cuts n elements into contiguous segments of about SEGMENT_BYTES."""
+    k = max(1, min(MAX_SEGMENTS, (n * itemsize) // SEGMENT_BYTES))
+    bounds = [n * i // k for i in range(k + 1)]
+    return [(bounds[i], bounds[i + 1]) for i in range(k) if bounds[i + 1] > bounds[i]]
+
+
+def _overlap(a: List[torch.Tensor], b: List[torch.Tensor]) -> bool:
+    """Whether any view in a shares elements with any view in b (all are
+    contiguous views of one flat buffer)."""
+    if not a or not b:
+        return False
+    ra = sorted((x.storage_offset(), x.storage_offset() + x.numel()) for x in a if x.numel())
+    rb = sorted((x.storage_offset(), x.storage_offset() + x.numel()) for x in b if x.numel())
+    i = j = 0
+    while i < len(ra) and j < len(rb):
+        if ra[i][0] < rb[j][1] and rb[j][0] < ra[i][1]:
+            return True
+        if ra[i][1] <= rb[j][1]:
+            i += 1
+        else:
+            j += 1
+    return False
+
+
+class _Recv:
+    """One message being received: its buffer, its segments' works, and
+    where each segment's elements go."""
+
+    __slots__ = ("msg", "buf", "parts", "kinds", "segs", "works", "done", "stamp")
+
+    def __init__(self, msg: Message, buf: torch.Tensor, parts: List[torch.Tensor], kinds: List[int], segs: List[Tuple[int, int]]):
+        self.msg, self.buf, self.parts, self.kinds, self.segs = msg, buf, parts, kinds, segs
+        self.works: list = []
+        self.done = [threading.Event() for _ in segs]
+        self.stamp = 0.0
+
+    def wait_all(self) -> None:
+        for w, ev in zip(self.works, self.done):
+            w.wait()
+            ev.set()
+        self.stamp = time.perf_counter()
+
+    def wait_all_applying(self, reduce: Optional[str]) -> None:
+        """wait_all on the calling thread, applying each segment as it
+        arrives when reduce is given."""
+        for i, w in enumerate(self.works):
+            w.wait()
+            if reduce is not None:
+                self.apply(i, reduce)
+        self.stamp = time.perf_counter()
+
+    def apply(self, i: int, reduce: str) -> None:
+        """Applies segment i's elements to the parts it covers."""
+        lo, hi = self.segs[i]
+        if self.buf is None:  # received in place
+            return
+        off = 0
+        for part, kind in zip(self.parts, self.kinds):
+            n = part.numel()
+            a, b = max(lo, off), min(hi, off + n)
+            if a < b:
+                dst, src = part[a - off : b - off], self.buf[a:b]
+                if kind == REDUCE:
+                    _combine(dst, src, reduce)
+                else:
+                    dst.copy_(src)
+            off += n
+            if off >= hi:
+                break
+
+
 class Executor:
     """Runs plans on one inner group. Not safe for concurrent calls."""
 
     def __init__(self, pg: dist.ProcessGroup, rank: int, size: int):
         self.pg, self.rank, self.size = pg, rank, size
         self._threads: Optional[ThreadPoolExecutor] = None
+        self._arena: Dict[Tuple[torch.dtype, torch.device], torch.Tensor] = {}
 
     def _pool(self) -> ThreadPoolExecutor:
         if self._threads is None:
-            self._threads = ThreadPoolExecutor(max_workers=4, thread_name_prefix="react-recv")
+            self._threads = ThreadPoolExecutor(max_workers=8, thread_name_prefix="react-recv")
         return self._threads
 
     def close(self) -> None:
         if self._threads is not None:
             self._threads.shutdown(wait=False)
             self._threads = None
+        self._arena.clear()
+
+    def _scratch(self, n: int, like: torch.Tensor) -> torch.Tensor:
+        """A step's receive buffers, carved from one reused tensor: a fresh
+        allocation per step costs page faults on every call."""
+        key = (like.dtype, like.device)
+        a = self._arena.get(key)
+        if a is None or a.numel() < n:
+            a = torch.empty(max(n, 1), dtype=like.dtype, device=like.device)
+            self._arena[key] = a
+        return a
 
     def _parts(self, p: Pattern, pl: Plan, flows: List[int], work: torch.Tensor) -> List[torch.Tensor]:
         if p.op == "allgather":
@@ -88,63 +188,120 @@ class Executor:
             return out
         return [work[int(pl.chunk_lo[p.chunk[f]]) : int(pl.chunk_hi[p.chunk[f]])] for f in flows]
 
-    def _wait_stamped(self, w) -> float:
-        w.wait()
-        return time.perf_counter()
+    def _kinds(self, p: Pattern, m: Message, nparts: int) -> List[int]:
+        if p.op == "allgather":
+            return [COPY] * nparts
+        return [int(x) for x in p.kind[m.flows]]
 
-    def run(self, p: Pattern, pl: Plan, work: torch.Tensor, reduce: str = SUM) -> Dict[int, float]:
+    def run(self, p: Pattern, pl: Plan, work: torch.Tensor, reduce: str = SUM) -> FCT:
         """Runs the pattern in place on the flat buffer work; returns the FCT
-        (seconds) of every flow this rank receives."""
+        (seconds) of every flow this rank receives, or on CUDA a callable
+        that returns them once the GPU has finished."""
+        if work.device.type == "cuda":
+            return self._run_cuda(p, pl, work, reduce)
         fct: Dict[int, float] = {}
+        for sends, recvs in pl.steps:
+            if sends or recvs:
+                self._step(p, pl, work, reduce, sends, recvs, fct)
+        return fct
+
+    def _step(self, p: Pattern, pl: Plan, work: torch.Tensor, reduce: str, sends: List[Message], recvs: List[Message], fct: Dict[int, float]) -> None:
+        item = work.element_size()
+        t0 = time.perf_counter()
+        out = [self._parts(p, pl, m.flows, work) for m in sends]
+        into = [self._parts(p, pl, m.flows, work) for m in recvs]
+        # A rank that receives into what it sends in the same step (an
+        # exchange) must not touch it before its sends are done.
+        early = not _overlap([x for ps in out for x in ps], [x for ps in into for x in ps])
+        send_works = []
+        for m, parts in zip(sends, out):
+            n = sum(x.numel() for x in parts)
+            if n == 0:
+                continue
+            buf = parts[0] if len(parts) == 1 else torch.cat(parts)
+            for i, (a, b) in enumerate(_segments(n, item)):
+                send_works.append(self.pg.send([buf[a:b]], m.dst, m.tag * MAX_SEGMENTS + i))
+        specs = []
+        need = 0
+        for m, parts in zip(recvs, into):
+            kinds = self._kinds(p, m, len(parts))
+            n = sum(x.numel() for x in parts)
+            direct = early and len(parts) == 1 and kinds[0] == COPY  # straight into place
+            specs.append((m, parts, kinds, n, direct, need))
+            need += 0 if direct else n
+        scratch = self._scratch(need, work) if need else None
+        inbox: List[_Recv] = []
+        for m, parts, kinds, n, direct, off in specs:
+            if n == 0:
+                for f in m.flows:
+                    fct[f] = 1e-9
+                continue
+            buf = parts[0] if direct else scratch[off : off + n]
+            r = _Recv(m, None if direct else buf, parts, kinds, _segments(n, item))
+            for i, (a, b) in enumerate(r.segs):
+                r.works.append(self.pg.recv([buf[a:b]], m.src, m.tag * MAX_SEGMENTS + i))
+            inbox.append(r)
+        waiters = [self._pool().submit(r.wait_all) for r in inbox[1:]]
+        if inbox:
+            inbox[0].wait_all_applying(reduce if early else None)
+        for r, fut in zip(inbox[1:], waiters):
+            if early:
+                for i, ev in enumerate(r.done):
+                    while not ev.wait(timeout=0.5):
+                        if fut.done():
+                            fut.result()  # a failed wait (dead peer) raises here
+                    r.apply(i, reduce)
+            fut.result()
+        for w in send_works:
+            w.wait()
+        for r in inbox:
+            if not early:
+                for i in range(len(r.segs)):
+                    r.apply(i, reduce)
+            for f in r.msg.flows:
+                fct[f] = max(r.stamp - t0, 1e-9)
+
+    def _run_cuda(self, p: Pattern, pl: Plan, work: torch.Tensor, reduce: str) -> FCT:
+        dev = work.device
+        stream = torch.cuda.current_stream(dev)
+        timed: List[Tuple[List[int], torch.cuda.Event, torch.cuda.Event]] = []
         for sends, recvs in pl.steps:
             if not sends and not recvs:
                 continue
-            t0 = time.perf_counter()
-            send_works = []
-            recv_works = []  # (index into recvs, work)
-            inbox: List[Optional[tuple]] = [None] * len(recvs)
-            stamps: List[float] = [t0] * len(recvs)
+            start = torch.cuda.Event(enable_timing=True)
+            start.record(stream)
+            inbox = []
+            self.pg._start_coalescing(dev)
             for m in sends:
                 parts = self._parts(p, pl, m.flows, work)
                 if sum(x.numel() for x in parts) == 0:
                     continue
                 buf = parts[0] if len(parts) == 1 else torch.cat(parts)
-                send_works.append(self.pg.send([buf], m.dst, m.tag))
-            for k, m in enumerate(recvs):
+                self.pg.send([buf], m.dst, 0)
+            for m in recvs:
                 parts = self._parts(p, pl, m.flows, work)
                 n = sum(x.numel() for x in parts)
                 if n == 0:
                     continue
-                buf = torch.empty(n, dtype=work.dtype, device=work.device)
-                recv_works.append((k, self.pg.recv([buf], m.src, m.tag)))
-                inbox[k] = (buf, parts)
-            # Gloo's point-to-point works have no future and complete only in
-            # wait(), so each receive beyond the first is waited on by a pool
-            # thread (wait releases the GIL): every message gets its own stamp.
-            later = [(k, self._pool().submit(self._wait_stamped, w)) for k, w in recv_works[1:]]
-            if recv_works:
-                k, w = recv_works[0]
-                stamps[k] = self._wait_stamped(w)
-            for k, fut in later:
-                stamps[k] = fut.result()
-            for w in send_works:
-                w.wait()
-            for k, m in enumerate(recvs):
-                for f in m.flows:
-                    fct[f] = max(stamps[k] - t0, 1e-9)
-                if inbox[k] is None:
-                    continue
-                buf, parts = inbox[k]
-                off = 0
-                if p.op == "allgather":
-                    kinds = [COPY] * len(parts)
-                else:
-                    kinds = [int(x) for x in p.kind[m.flows]]
-                for part, kind in zip(parts, kinds):
-                    seg = buf[off : off + part.numel()]
-                    off += part.numel()
-                    if kind == REDUCE:
-                        _combine(part, seg, reduce)
-                    else:
-                        part.copy_(seg)
-        return fct
+                buf = torch.empty(n, dtype=work.dtype, device=dev)
+                self.pg.recv([buf], m.src, 0)
+                inbox.append((m, buf, parts))
+            self.pg._end_coalescing(dev).wait()  # orders the current stream after the batch
+            end = torch.cuda.Event(enable_timing=True)
+            end.record(stream)
+            flows = [f for m in recvs for f in m.flows]
+            timed.append((flows, start, end))
+            for m, buf, parts in inbox:
+                r = _Recv(m, buf, parts, self._kinds(p, m, len(parts)), [(0, buf.numel())])
+                r.apply(0, reduce)
+
+        def read() -> Dict[int, float]:
+            out: Dict[int, float] = {}
+            for flows, start, end in timed:
+                end.synchronize()
+                dt = max(start.elapsed_time(end) / 1e3, 1e-9)
+                for f in flows:
+                    out[f] = dt
+            return out
+
+        return read

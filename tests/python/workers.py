@@ -144,6 +144,116 @@ def switch():
     print(f"OK switch versions={sorted(set(versions))}", flush=True)
 
 
+def large():
+    """Messages of several segments (pipelined), every op, exact for integers."""
+    rank, n, gloo = init()
+    for dtype, size in ((torch.int64, 600_001), (torch.float32, 1_000_003)):
+        x = data(rank, size, dtype)
+        a, b = x.clone(), x.clone()
+        dist.all_reduce(a)
+        dist.all_reduce(b, group=gloo)
+        same(a, b, f"allreduce {dtype} {size}")
+        big, ref = torch.empty(n * size, dtype=dtype), torch.empty(n * size, dtype=dtype)
+        dist.all_gather_into_tensor(big, x)
+        dist.all_gather_into_tensor(ref, x, group=gloo)
+        same(big, ref, f"allgather {dtype} {size}")
+        a, b = x.clone(), x.clone()
+        dist.broadcast(a, src=n - 1)
+        dist.broadcast(b, src=n - 1, group=gloo)
+        same(a, b, f"broadcast {dtype} {size}")
+        a, b = x.clone(), x.clone()
+        dist.reduce(a, dst=1)
+        dist.reduce(b, dst=1, group=gloo)
+        if rank == 1:
+            same(a, b, f"reduce {dtype} {size}")
+        ins = torch.cat([data(rank, size // n, dtype, 10 + r) for r in range(n)])
+        out = torch.empty(size // n, dtype=dtype)
+        dist.reduce_scatter_tensor(out, ins.clone())
+        full = ins.clone()
+        dist.all_reduce(full, group=gloo)
+        same(out, full[rank * (size // n) : (rank + 1) * (size // n)], f"reduce_scatter {dtype} {size}")
+    dist.barrier()
+    dist.destroy_process_group()
+    print("OK large", flush=True)
+
+
+def groups():
+    """dist.new_group on the react backend: a subgroup and a second full group."""
+    rank, n, gloo = init()
+    members = list(range(n - 1))
+    sub = dist.new_group(members)  # default backend: react
+    subref = dist.new_group(members, backend="gloo")
+    again = dist.new_group(backend="react")
+    if rank in members:
+        from react_torch.backend import ReactProcessGroup
+
+        x = data(rank, 5000, torch.int64)
+        a, b = x.clone(), x.clone()
+        dist.all_reduce(a, group=sub)
+        dist.all_reduce(b, group=subref)
+        same(a, b, "subgroup allreduce")
+        assert isinstance(dist.distributed_c10d._get_default_group(), ReactProcessGroup)
+    x = data(rank, 3000, torch.int64, 5)
+    a, b = x.clone(), x.clone()
+    dist.all_reduce(a, group=again)
+    dist.all_reduce(b, group=gloo)
+    same(a, b, "second react group allreduce")
+    dist.barrier()
+    dist.destroy_process_group()
+    print("OK groups", flush=True)
+
+
+def refuse():
+    """The leader's tuner is made to emit corrupted patterns: every rank
+    refuses them, keeps the pattern in force, and results stay exact."""
+    import msgpack
+    import numpy as np
+
+    from react_torch import _lib
+
+    orig = _lib.Tuner.decision
+
+    def corrupted(self):
+        d = orig(self)
+        if d is None:
+            return None
+        ver, eff, raw = d
+        m = msgpack.unpackb(raw, raw=False)
+        dst = np.frombuffer(m["flows"]["dst"]["data"], dtype=m["flows"]["dst"]["dtype"]).copy()
+        src = np.frombuffer(m["flows"]["src"]["data"], dtype=m["flows"]["src"]["dtype"])
+        dst[0] = src[0]  # a flow to itself: malformed
+        m["flows"]["dst"]["data"] = dst.tobytes()
+        return ver, eff, msgpack.packb(m)
+
+    rank, n, gloo = init()
+    if rank == 0:
+        _lib.Tuner.decision = corrupted
+    pg = dist.distributed_c10d._get_default_group()
+    for it in range(60):
+        x = data(rank, 4096, torch.int64, it)
+        ref = x.clone()
+        dist.all_reduce(x)
+        dist.all_reduce(ref, group=gloo)
+        same(x, ref, f"epoch {it}")
+    st = pg._keys[("allreduce", "int64", 4096, -1)]
+    if st.refused == 0 or st.version != 0 or st.switches != 0:
+        raise AssertionError(f"rank {rank}: refused {st.refused}, version {st.version}, switches {st.switches}")
+    dist.barrier()
+    dist.destroy_process_group()
+    print(f"OK refuse refused={st.refused}", flush=True)
+
+
+def fctlog():
+    """A run with REACT_FCT_LOG: the leader writes the key's log."""
+    rank, n, gloo = init()
+    for it in range(30):
+        x = data(rank, 8192, torch.float32, it)
+        dist.all_reduce(x)
+    dist.barrier()
+    dist.destroy_process_group()
+    print("OK fctlog", flush=True)
+
+
 def killed():
     rank, n, gloo = init(timeout=8)
     x = torch.ones(1000)
