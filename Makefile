@@ -3,7 +3,7 @@ GO      ?= go
 BUILD   := build
 REACT   := $(BUILD)/react
 
-.PHONY: help demo test test-go vet bench build deps clean
+.PHONY: help demo test test-go vet bench build deps sysdeps clean
 
 help:
 	@echo "make demo   run the main job on its embedded default"
@@ -11,8 +11,20 @@ help:
 	@echo "make bench  run the Go benchmarks"
 	@echo "make build  build the react command into $(BUILD)/"
 
-deps:
+deps: sysdeps
 	$(GO) mod download
+
+# Debian packages the tests need (gcc for the C ABI test, python3-venv,
+# iproute2 for the testbed), installed only when missing.
+sysdeps:
+	@need=""; \
+	  command -v gcc >/dev/null || need="$$need gcc libc6-dev"; \
+	  command -v ip >/dev/null && command -v tc >/dev/null || need="$$need iproute2"; \
+	  $(PYTHON) -c 'import venv, ensurepip' 2>/dev/null || need="$$need python3-venv"; \
+	  if [ -n "$$need" ]; then \
+	    if [ "$$(id -u)" = 0 ]; then echo "installing:$$need"; apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq $$need; \
+	    else echo "missing Debian packages:$$need (install them as root)"; exit 1; fi; \
+	  fi
 
 build: deps
 	$(GO) build -o $(REACT) ./cmd/react

@@ -31,6 +31,8 @@ def main():
             print(f"step {step:3d}  loss {loss.item():.4f}", flush=True)
     if rank == 0:
         print(f"done: {world} ranks on backend react", flush=True)
+        for k in react_torch.stats():
+            print(f"  {k['op']} {k['dtype']} x{k['numel']}: {k['epochs']} calls, {k['algo']} pattern, version {k['version']}, {k['switches']} switches", flush=True)
     dist.destroy_process_group()
 
 

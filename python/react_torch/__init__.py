@@ -10,7 +10,7 @@ import torch.distributed as dist
 from .config import Config, from_env, replace, table  # noqa: F401
 from ._lib import ReactError  # noqa: F401
 
-__all__ = ["Config", "ReactError", "configure", "from_env"]
+__all__ = ["Config", "ReactError", "configure", "from_env", "stats"]
 
 _overrides = {}
 
@@ -20,6 +20,15 @@ def configure(**options):
     unknown option name raises ValueError."""
     replace(from_env(), **options)  # validates names and values
     _overrides.update(options)
+
+
+def stats(group=None):
+    """Per collective key of a react group (default: the default group): calls,
+    pattern version in force, switches and refusals. [] for another backend."""
+    from .backend import ReactProcessGroup
+
+    pg = group if group is not None else dist.distributed_c10d._get_default_group()
+    return pg.stats() if isinstance(pg, ReactProcessGroup) else []
 
 
 def _create(store, rank, size, timeout):

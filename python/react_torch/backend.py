@@ -78,6 +78,15 @@ class ReactProcessGroup(dist.ProcessGroup):
             ex.close()
         self._executors.clear()
 
+    def stats(self) -> List[dict]:
+        """Per collective key: calls so far, the pattern version in force, and
+        the patterns switched to and refused."""
+        out = []
+        for (op, dtype, numel, root), st in self._keys.items():
+            out.append({"op": op, "dtype": dtype, "numel": numel, "root": root, "algo": st.pattern.algo, "epochs": st.epoch,
+                        "version": st.version, "switches": st.switches, "refused": st.refused, "tuned": st.tuned})
+        return out
+
     # ---- plumbing
     def _inner(self, t: torch.Tensor) -> dist.ProcessGroup:
         if t.device.type == "cuda":

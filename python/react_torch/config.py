@@ -13,8 +13,8 @@ from typing import Any, Dict, Optional
 # name of the field -> (environment variable, type, default, help)
 _FIELDS = {
     "tune": ("REACT_TUNE", bool, True, "run the tuner; 0 keeps the static patterns"),
-    "algo_allreduce": ("REACT_ALGO_ALLREDUCE", str, "tree", "tree | ring | halving_doubling"),
-    "algo_allgather": ("REACT_ALGO_ALLGATHER", str, "ring", "ring | recursive_doubling"),
+    "algo_allreduce": ("REACT_ALGO_ALLREDUCE", str, "tree", "tree, ring or halving_doubling"),
+    "algo_allgather": ("REACT_ALGO_ALLGATHER", str, "ring", "ring or recursive_doubling"),
     "algo_reducescatter": ("REACT_ALGO_REDUCESCATTER", str, "ring", "ring"),
     "algo_broadcast": ("REACT_ALGO_BROADCAST", str, "tree", "tree"),
     "algo_reduce": ("REACT_ALGO_REDUCE", str, "tree", "tree"),
@@ -117,5 +117,6 @@ def table() -> str:
     """The README's table of environment variables."""
     rows = ["| variable | default | meaning |", "| --- | --- | --- |"]
     for name, (var, _, default, help_) in _FIELDS.items():
-        rows.append(f"| `{var}` | `{default}` | {help_} |")
+        shown = int(default) if isinstance(default, bool) else default
+        rows.append(f"| `{var}` | {f'`{shown}`' if shown != '' else '(none)'} | {help_} |")
     return "\n".join(rows)
