@@ -53,6 +53,11 @@ def test_large_messages_pipelined(n, algo):
         assert rc == 0 and "OK large" in out, err[-3000:]
 
 
+def test_more_dtypes():
+    for rc, out, err in launch(3, "dtypes", env={"REACT_TUNE": "0"}):
+        assert rc == 0 and "OK dtypes" in out, err[-3000:]
+
+
 def test_new_group():
     for rc, out, err in launch(3, "groups", env={"REACT_TUNE": "0"}):
         assert rc == 0 and "OK groups" in out, err[-3000:]

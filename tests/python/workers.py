@@ -30,7 +30,9 @@ def data(rank, n, dtype, salt=0):
 
 
 def same(a, b, what):
-    if a.dtype.is_floating_point:
+    if a.dtype.is_complex:
+        ok = torch.allclose(a, b, rtol=1e-5, atol=1e-5)
+    elif a.dtype.is_floating_point:
         # a different summation order may round each partial sum differently:
         # allow a few ulps of the largest partial sum (inputs lie in [-2, 2])
         eps = torch.finfo(a.dtype).eps
@@ -142,6 +144,32 @@ def switch():
     dist.barrier()
     dist.destroy_process_group()
     print(f"OK switch versions={sorted(set(versions))}", flush=True)
+
+
+def dtypes():
+    """The dtypes beyond the main sweep (Gloo's own collectives lack some):
+    small integers and complex, against every rank's input gathered as bytes."""
+    rank, n, gloo = init()
+    for dtype in (torch.int8, torch.int16, torch.complex64):
+        for size in (1, 5, 3001):
+            x = data(rank, size, torch.float32 if dtype.is_complex else torch.int64)
+            x = torch.complex(x, -x / 2) if dtype.is_complex else (x % 100).to(dtype)
+            raw = [torch.empty_like(x.view(torch.uint8)) for _ in range(n)]
+            dist.all_gather(raw, x.view(torch.uint8).clone(), group=gloo)
+            every = [r.view(dtype) for r in raw]
+            a = x.clone()
+            dist.all_reduce(a)
+            want = torch.stack(every).sum(dim=0, dtype=torch.complex128 if dtype.is_complex else torch.int64)
+            same(a, want.to(dtype), f"allreduce {dtype} {size}")
+            outs = [torch.empty_like(x) for _ in range(n)]
+            dist.all_gather(outs, x)
+            for r in range(n):
+                same(outs[r], every[r], f"allgather {dtype} {size} block {r}")
+            a = x.clone()
+            dist.broadcast(a, src=1)
+            same(a, every[1], f"broadcast {dtype} {size}")
+    dist.destroy_process_group()
+    print("OK dtypes", flush=True)
 
 
 def large():
