@@ -129,7 +129,7 @@ class ReactProcessGroup(dist.ProcessGroup):
         inner = self._inner(t)
         ex = self._executors.get(id(inner))
         if ex is None:
-            ex = self._executors[id(inner)] = Executor(inner, self._rank, self._size)
+            ex = self._executors[id(inner)] = Executor(inner, self._rank, self._size, self.cfg.segment_bytes)
         fct = ex.run(st.pattern, pl, work, reduce)
         elapsed = time.perf_counter() - t0
         if self._control is not None:

@@ -23,6 +23,7 @@ _FIELDS = {
     "log_level": ("REACT_LOG_LEVEL", int, 1, "libreact log level: 0 debug, 1 info, 2 warn, 3 error"),
     "log_path": ("REACT_LOG_PATH", str, "", "libreact log file ('' = stderr)"),
     "gomaxprocs": ("REACT_GOMAXPROCS", int, 1, "Go threads per rank (0 = Go's default, all CPUs)"),
+    "segment_bytes": ("REACT_SEGMENT_BYTES", int, 0, "a message is sent in segments of about this size, so reducing one overlaps receiving the next (0: whole)"),
     "min_calls": ("REACT_MIN_CALLS", int, 3, "a key is tuned only from its this-many-th call on"),
     "test_slow_rank": ("REACT_TEST_SLOW_RANK", int, -1, "test hook: the leader multiplies the FCTs of flows into this rank by 4 before the tuner sees them"),
     "B": ("REACT_B", int, 6, "epochs per batch"),
@@ -55,6 +56,7 @@ class Config:
     log_level: int = 1
     log_path: str = ""
     gomaxprocs: int = 1
+    segment_bytes: int = 0
     min_calls: int = 3
     test_slow_rank: int = -1
     B: int = 6

@@ -77,9 +77,9 @@ def _combine(acc: torch.Tensor, x: torch.Tensor, name: str) -> None:
         torch.maximum(acc, x, out=acc)
 
 
-def _segments(n: int, itemsize: int) -> List[Tuple[int, int]]:
-    """Cuts n elements into contiguous segments of about SEGMENT_BYTES."""
-    k = max(1, min(MAX_SEGMENTS, (n * itemsize) // SEGMENT_BYTES))
+def _segments(n: int, itemsize: int, seg_bytes: int = SEGMENT_BYTES) -> List[Tuple[int, int]]:
+    """Cuts n elements into contiguous segments of about seg_bytes (0: one)."""
+    k = max(1, min(MAX_SEGMENTS, (n * itemsize) // seg_bytes)) if seg_bytes > 0 else 1
     bounds = [n * i // k for i in range(k + 1)]
     return [(bounds[i], bounds[i + 1]) for i in range(k) if bounds[i + 1] > bounds[i]]
 
@@ -152,8 +152,9 @@ class _Recv:
 class Executor:
     """Runs plans on one inner group. Not safe for concurrent calls."""
 
-    def __init__(self, pg: dist.ProcessGroup, rank: int, size: int):
+    def __init__(self, pg: dist.ProcessGroup, rank: int, size: int, segment_bytes: int = SEGMENT_BYTES):
         self.pg, self.rank, self.size = pg, rank, size
+        self.segment_bytes = segment_bytes
         self._threads: Optional[ThreadPoolExecutor] = None
         self._arena: Dict[Tuple[torch.dtype, torch.device], torch.Tensor] = {}
 
@@ -219,7 +220,7 @@ class Executor:
             if n == 0:
                 continue
             buf = parts[0] if len(parts) == 1 else torch.cat(parts)
-            for i, (a, b) in enumerate(_segments(n, item)):
+            for i, (a, b) in enumerate(_segments(n, item, self.segment_bytes)):
                 send_works.append(self.pg.send([buf[a:b]], m.dst, m.tag * MAX_SEGMENTS + i))
         specs = []
         need = 0
@@ -237,7 +238,7 @@ class Executor:
                     fct[f] = 1e-9
                 continue
             buf = parts[0] if direct else scratch[off : off + n]
-            r = _Recv(m, None if direct else buf, parts, kinds, _segments(n, item))
+            r = _Recv(m, None if direct else buf, parts, kinds, _segments(n, item, self.segment_bytes))
             for i, (a, b) in enumerate(r.segs):
                 r.works.append(self.pg.recv([buf[a:b]], m.src, m.tag * MAX_SEGMENTS + i))
             inbox.append(r)

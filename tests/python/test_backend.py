@@ -47,9 +47,11 @@ def test_ddp_losses_equal_gloo():
         assert abs(float(a) - float(b)) <= 1e-4 * max(1.0, abs(float(b))), (react, gloo)
 
 
-@pytest.mark.parametrize("n,algo", [(3, "tree"), (4, "ring"), (4, "halving_doubling")])
-def test_large_messages_pipelined(n, algo):
-    for rc, out, err in launch(n, "large", env={"REACT_TUNE": "0", "REACT_ALGO_ALLREDUCE": algo}):
+@pytest.mark.parametrize("n,algo,seg", [(3, "tree", 0), (3, "tree", 1 << 18), (4, "ring", 1 << 18), (4, "halving_doubling", 1 << 20)])
+def test_large_messages(n, algo, seg):
+    """Whole messages, and messages cut into segments (pipelined)."""
+    env = {"REACT_TUNE": "0", "REACT_ALGO_ALLREDUCE": algo, "REACT_SEGMENT_BYTES": str(seg)}
+    for rc, out, err in launch(n, "large", env=env):
         assert rc == 0 and "OK large" in out, err[-3000:]
 
 
