@@ -110,7 +110,7 @@ class Control:
                     return
                 key, e, ver, pat, fct, elapsed = item
                 if callable(fct):  # CUDA: events read here, off the training thread
-                    fct = fct()
+                    fct, elapsed = fct()
                 st = self.keys[key]
                 cols = self._gather(pat.nflows, fct, elapsed)
                 reply = self._decide(key, e, ver, pat, cols) if cols is not None else None

@@ -39,7 +39,9 @@ SUM, AVG, PRODUCT, MIN, MAX = "sum", "avg", "product", "min", "max"
 SEGMENT_BYTES = 1 << 20  # a message is cut into segments of about this size
 MAX_SEGMENTS = 64  # and at most this many (tags: flow * MAX_SEGMENTS + segment)
 
-FCT = Union[Dict[int, float], Callable[[], Dict[int, float]]]
+# A CPU run returns its FCTs; a CUDA run a callable that waits for the GPU
+# and returns the FCTs and the collective's GPU time.
+FCT = Union[Dict[int, float], Callable[[], Tuple[Dict[int, float], float]]]
 
 
 def reduce_name(op) -> str:
@@ -197,7 +199,7 @@ class Executor:
     def run(self, p: Pattern, pl: Plan, work: torch.Tensor, reduce: str = SUM) -> FCT:
         """Runs the pattern in place on the flat buffer work; returns the FCT
         (seconds) of every flow this rank receives, or on CUDA a callable
-        that returns them once the GPU has finished."""
+        that returns them and the collective's GPU time once the GPU is done."""
         if work.device.type == "cuda":
             return self._run_cuda(p, pl, work, reduce)
         fct: Dict[int, float] = {}
@@ -296,13 +298,14 @@ class Executor:
                 r = _Recv(m, buf, parts, self._kinds(p, m, len(parts)), [(0, buf.numel())])
                 r.apply(0, reduce)
 
-        def read() -> Dict[int, float]:
+        def read() -> Tuple[Dict[int, float], float]:
             out: Dict[int, float] = {}
             for flows, start, end in timed:
                 end.synchronize()
                 dt = max(start.elapsed_time(end) / 1e3, 1e-9)
                 for f in flows:
                     out[f] = dt
-            return out
+            whole = timed[0][1].elapsed_time(timed[-1][2]) / 1e3 if timed else 0.0
+            return out, whole
 
         return read

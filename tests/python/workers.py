@@ -221,6 +221,22 @@ def groups():
         dist.all_reduce(b, group=subref)
         same(a, b, "subgroup allreduce")
         assert isinstance(dist.distributed_c10d._get_default_group(), ReactProcessGroup)
+    # delegated to the inner group: point-to-point, all-to-all, gather, scatter
+    if rank == 0:
+        dist.send(torch.arange(10), dst=n - 1)
+    elif rank == n - 1:
+        got = torch.zeros(10, dtype=torch.int64)
+        dist.recv(got, src=0)
+        same(got, torch.arange(10), "delegated recv")
+    inp = torch.arange(n * 3) + 100 * rank
+    out, ref = torch.empty(n * 3, dtype=torch.int64), torch.empty(n * 3, dtype=torch.int64)
+    dist.all_to_all_single(out, inp)
+    dist.all_to_all_single(ref, inp, group=gloo)
+    same(out, ref, "delegated all_to_all_single")
+    gl = [torch.zeros(2, dtype=torch.int64) for _ in range(n)] if rank == 0 else None
+    dist.gather(torch.tensor([rank, rank * 2]), gl, dst=0)
+    if rank == 0:
+        same(torch.cat(gl), torch.tensor([v for r in range(n) for v in (r, 2 * r)]), "delegated gather")
     x = data(rank, 3000, torch.int64, 5)
     a, b = x.clone(), x.clone()
     dist.all_reduce(a, group=again)
