@@ -68,7 +68,7 @@ class Control:
         self.error: Optional[BaseException] = None
         self.tuners: Dict[Key, Any] = {}
         self.base: Dict[Key, int] = {}  # our version of a tuner's version 0
-        self.versions_sent: Dict[Key, int] = {}
+        self.versions_sent: Dict[Key, Tuple[int, int]] = {}  # key -> (version, tuner's switch epoch)
         self.logs: Dict[Key, Any] = {}  # FCT log per key (leader, when asked for)
         self.thread = threading.Thread(target=self._loop, name="react-control", daemon=True)
         self.thread.start()
@@ -199,19 +199,18 @@ class Control:
             slow = p.dst == self.cfg.test_slow_rank
             fct[slow] *= 4
             elapsed = 0.0  # let the tuner take the critical path of the inflated FCTs
-        out = self._log(key)
-        if out is not None:
-            for f in range(p.nflows):
-                out.write(json.dumps({"epoch": e, "version": ver, "flow": f, "chunk": int(p.chunk[f]), "step": int(p.step[f]),
-                                           "src": int(p.src[f]), "dst": int(p.dst[f]), "bytes": float(p.fraction[f]) * key[2] * _itemsize(key[1]),
-                                           "fct": float(fct[f])}) + "\n")
-            if elapsed > 0:  # 0 under the test hook: the tuner then uses the critical path
-                out.write(json.dumps({"epoch": e, "version": ver, "elapsed": elapsed}) + "\n")
-            out.flush()
-        if not self.cfg.tune or e + 1 < self.cfg.min_calls or not st.tuned or not (fct > 0).all():
+        # The tuner sees (and the log records) an epoch once the key is
+        # tuned and every flow was timed; an epoch that still ran the old
+        # version after the tuner's switch epoch is skipped (only when we
+        # switched later than the tuner asked).
+        sent = self.versions_sent.get(key)
+        if e + 1 < self.cfg.min_calls or not st.tuned or not (fct > 0).all():
             return None
-        if ver < self.versions_sent.get(key, 0):
-            return None  # a switch is still due: the tuner waits for its own version's epochs
+        if sent is not None and ver < sent[0] and e >= sent[1]:
+            return None
+        self._write_log(key, e, ver, p, fct, elapsed)
+        if not self.cfg.tune:
+            return None
         t = self.tuners.get(key)
         if t is None:
             # a tuner numbers its patterns from 0; ours continue from the version in force
@@ -222,8 +221,20 @@ class Control:
         if d is None:
             return None
         tver, eff, raw = d
-        self.versions_sent[key] = tver + self.base[key]
+        self.versions_sent[key] = (tver + self.base[key], eff)
         return max(eff, e + self.cfg.Lag), tver + self.base[key], raw
+
+    def _write_log(self, key: Key, e: int, ver: int, p: Pattern, fct: np.ndarray, elapsed: float) -> None:
+        out = self._log(key)
+        if out is None:
+            return
+        nbytes = key[2] * _itemsize(key[1])
+        for f in range(p.nflows):
+            out.write(json.dumps({"epoch": e, "version": ver, "flow": f, "chunk": int(p.chunk[f]), "step": int(p.step[f]), "src": int(p.src[f]),
+                                  "dst": int(p.dst[f]), "bytes": float(p.fraction[f]) * nbytes, "fct": float(fct[f])}) + "\n")
+        if elapsed > 0:  # 0 under the test hook: the tuner then uses the critical path
+            out.write(json.dumps({"epoch": e, "version": ver, "elapsed": elapsed}) + "\n")
+        out.flush()
 
 
 def log_path(base: str, key: Key) -> str:

@@ -33,3 +33,16 @@ def test_configure_refuses_unknown_names():
         assert react_torch._overrides["Lag"] == 4
     finally:
         react_torch._overrides.clear()
+
+
+def test_defaults_are_the_go_tuners():
+    import os
+    import re
+
+    src = open(os.path.join(os.path.dirname(__file__), "..", "..", "pkg", "tuner", "config.go")).read()
+    body = re.search(r"func DefaultConfig\(\) Config \{\s*return Config\{([^}]*)\}", src).group(1)
+    go = {k: float(v) for k, v in re.findall(r"(\w+): ([0-9.]+)", body)}
+    py = config.Config().tuner_json()
+    assert set(go) == set(py)
+    for k, v in go.items():
+        assert float(py[k]) == v, k
