@@ -91,7 +91,7 @@ class ReactProcessGroup(dist.ProcessGroup):
     def _inner(self, t: torch.Tensor) -> dist.ProcessGroup:
         if t.device.type == "cuda":
             if self._nccl is None:
-                self._nccl = dist.ProcessGroupNCCL(dist.PrefixStore("react/nccl", self._store), self._rank, self._size)
+                self._nccl = dist.ProcessGroupNCCL(dist.PrefixStore("react/nccl", self._store), self._rank, self._size, self._timeout)
             return self._nccl
         return self._gloo
 
