@@ -11,12 +11,12 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from typing import Dict, List, Optional
 
 import torch
 import torch.distributed as dist
-from torch._C._distributed_c10d import _create_work_from_future
 
 from . import _lib
 from .config import Config, from_env
@@ -29,10 +29,39 @@ log = logging.getLogger("react_torch")
 _OPS = ("allreduce", "allgather", "reducescatter", "broadcast", "reduce")
 
 
-def _done(result, device: torch.device):
-    fut = torch.futures.Future(devices=[device]) if device.type == "cuda" else torch.futures.Future()
-    fut.set_result(result)
-    return _create_work_from_future(fut)
+class _Work(dist._Work):
+    """A collective queued on the group's thread. wait() raises what the
+    collective raised (a dead peer's timeout, say): a Work made by
+    _create_work_from_future would swallow it."""
+
+    def __init__(self, fut: torch.futures.Future):
+        super().__init__()
+        self._fut = fut
+
+    def wait(self, timeout=None) -> bool:
+        self._fut.wait()  # raises the collective's exception
+        return True
+
+    def is_completed(self) -> bool:
+        return self._fut.done()
+
+    def is_success(self) -> bool:
+        if not self._fut.done():
+            return False
+        try:
+            self._fut.value()
+        except Exception:
+            return False
+        return True
+
+    def get_future(self) -> torch.futures.Future:
+        return self._fut
+
+    def result(self):
+        return self._fut.value()
+
+    def synchronize(self) -> None:
+        self.wait()
 
 
 class ReactProcessGroup(dist.ProcessGroup):
@@ -52,6 +81,7 @@ class ReactProcessGroup(dist.ProcessGroup):
         self._executors: Dict[int, Executor] = {}
         self._works = []  # keep Works alive
         self._lock = threading.Lock()
+        self._worker: Optional[ThreadPoolExecutor] = None  # runs the collectives in call order
         self._control = Control(self.cfg, self._ctrl_pg, rank, size, self._decode) if size > 1 and self.cfg.tune else None
 
     # ---- identity
@@ -71,6 +101,10 @@ class ReactProcessGroup(dist.ProcessGroup):
         return self._rank
 
     def shutdown(self) -> None:
+        with self._lock:
+            w, self._worker = self._worker, None
+        if w is not None:
+            w.shutdown(wait=True)
         if self._control is not None:
             self._control.close()
             self._control = None
@@ -135,30 +169,68 @@ class ReactProcessGroup(dist.ProcessGroup):
         if self._control is not None:
             self._control.end(key, st, fct, elapsed)
 
-    def _delegate(self, name: str):
-        if name not in self._delegated_logged:
-            self._delegated_logged.add(name)
-            log.info("react_torch: %s is delegated to the inner group", name)
-
     def _keep(self, w):
-        self._works.append(w)
-        if len(self._works) > 64:
-            self._works = self._works[-64:]
+        """Keeps a Work alive on the Python side until it has completed (and
+        the last 64 in any case): torch holds only the C++ half."""
+        with self._lock:
+            self._works.append(w)
+            if len(self._works) > 128:
+                old, recent = self._works[:-64], self._works[-64:]
+                self._works = [x for x in old if not x.is_completed()] + recent
         return w
+
+    def _submit(self, fn, result, device: torch.device):
+        """Runs fn on the group's collective thread, in call order, and returns
+        a Work that completes (or fails) with it: the caller goes on at once
+        (async_op=True overlaps, DDP's buckets overlap backward) and every
+        rank runs its collectives in the order it called them. On CUDA fn
+        runs on the caller's current stream."""
+        fut = torch.futures.Future(devices=[device]) if device.type == "cuda" else torch.futures.Future()
+        stream = torch.cuda.current_stream(device) if device.type == "cuda" else None
+
+        def job():
+            try:
+                if stream is not None:
+                    with torch.cuda.stream(stream):
+                        fn()
+                else:
+                    fn()
+            except BaseException as exc:  # the Work's wait() raises it
+                fut.set_exception(exc)
+            else:
+                fut.set_result(result)
+
+        with self._lock:
+            if self._worker is None:
+                self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="react-coll")
+            self._worker.submit(job)
+        return self._keep(_Work(fut))
+
+    def _drain(self) -> None:
+        """Waits until every collective called so far has run, so that a
+        delegated operation cannot overtake them."""
+        with self._lock:
+            w = self._worker
+        if w is not None:
+            w.submit(lambda: None).result()
 
     # ---- collectives
     def allreduce(self, tensors: List[torch.Tensor], opts=None):
         name = reduce_name(opts.reduceOp if opts is not None else dist.ReduceOp.SUM)
         for t in tensors:
             check_reduce(name, t.dtype)
-            if self._size > 1 and t.numel() > 0:
-                flat = t.view(-1) if t.is_contiguous() else t.contiguous().view(-1)
-                self._run("allreduce", t, t.numel(), flat, name)
-                if name == AVG:
-                    flat.div_(self._size)
-                if flat.data_ptr() != t.data_ptr():
-                    t.copy_(flat.view_as(t))
-        return self._keep(_done(tensors, tensors[0].device))
+
+        def fn():
+            for t in tensors:
+                if self._size > 1 and t.numel() > 0:
+                    flat = t.view(-1) if t.is_contiguous() else t.contiguous().view(-1)
+                    self._run("allreduce", t, t.numel(), flat, name)
+                    if name == AVG:
+                        flat.div_(self._size)
+                    if flat.data_ptr() != t.data_ptr():
+                        t.copy_(flat.view_as(t))
+
+        return self._submit(fn, tensors, tensors[0].device)
 
     def allreduce_coalesced(self, tensors: List[torch.Tensor], opts=None):
         o = dist.AllreduceOptions()
@@ -168,35 +240,45 @@ class ReactProcessGroup(dist.ProcessGroup):
 
     def broadcast(self, tensors: List[torch.Tensor], opts=None):
         root = opts.rootRank if opts is not None else 0
-        for t in tensors:
-            if self._size > 1 and t.numel() > 0:
-                flat = t.view(-1) if t.is_contiguous() else t.contiguous().view(-1)
-                self._run("broadcast", t, t.numel(), flat, "sum", root)
-                if flat.data_ptr() != t.data_ptr():
-                    t.copy_(flat.view_as(t))
-        return self._keep(_done(tensors, tensors[0].device))
+
+        def fn():
+            for t in tensors:
+                if self._size > 1 and t.numel() > 0:
+                    flat = t.view(-1) if t.is_contiguous() else t.contiguous().view(-1)
+                    self._run("broadcast", t, t.numel(), flat, "sum", root)
+                    if flat.data_ptr() != t.data_ptr():
+                        t.copy_(flat.view_as(t))
+
+        return self._submit(fn, tensors, tensors[0].device)
 
     def reduce(self, tensors: List[torch.Tensor], opts=None):
         root = opts.rootRank if opts is not None else 0
         name = reduce_name(opts.reduceOp if opts is not None else dist.ReduceOp.SUM)
         for t in tensors:
             check_reduce(name, t.dtype)
-            if self._size > 1 and t.numel() > 0:
-                flat = t.contiguous().view(-1).clone() if self._rank != root else (t.view(-1) if t.is_contiguous() else t.contiguous().view(-1))
-                self._run("reduce", t, t.numel(), flat, name, root)
-                if self._rank == root:
-                    if name == AVG:
-                        flat.div_(self._size)
-                    if flat.data_ptr() != t.data_ptr():
-                        t.copy_(flat.view_as(t))
-        return self._keep(_done(tensors, tensors[0].device))
 
-    def _allgather_flat(self, out: torch.Tensor, inp: torch.Tensor) -> None:
+        def fn():
+            for t in tensors:
+                if self._size > 1 and t.numel() > 0:
+                    flat = t.contiguous().view(-1).clone() if self._rank != root else (t.view(-1) if t.is_contiguous() else t.contiguous().view(-1))
+                    self._run("reduce", t, t.numel(), flat, name, root)
+                    if self._rank == root:
+                        if name == AVG:
+                            flat.div_(self._size)
+                        if flat.data_ptr() != t.data_ptr():
+                            t.copy_(flat.view_as(t))
+
+        return self._submit(fn, tensors, tensors[0].device)
+
+    def _check_allgather(self, out: torch.Tensor, inp: torch.Tensor) -> None:
         m = inp.numel()
         if out.numel() != m * self._size:
             raise ValueError(f"react_torch: allgather output has {out.numel()} elements, want {self._size} x {m} = {m * self._size}")
         if out.dtype != inp.dtype:
             raise TypeError(f"react_torch: allgather output dtype {out.dtype} differs from input {inp.dtype}")
+
+    def _allgather_flat(self, out: torch.Tensor, inp: torch.Tensor) -> None:
+        m = inp.numel()
         buf = out.view(-1) if out.is_contiguous() else torch.empty(out.numel(), dtype=out.dtype, device=out.device)
         buf[self._rank * m : (self._rank + 1) * m].copy_(inp.reshape(-1))
         if self._size > 1 and m > 0:
@@ -211,29 +293,44 @@ class ReactProcessGroup(dist.ProcessGroup):
             for o in outs:
                 if o.numel() != inp.numel():
                     raise ValueError(f"react_torch: allgather output tensor has {o.numel()} elements, input has {inp.numel()}")
-            flat = torch.empty(inp.numel() * self._size, dtype=inp.dtype, device=inp.device)
-            self._allgather_flat(flat, inp)
-            for r, o in enumerate(outs):
-                o.copy_(flat[r * inp.numel() : (r + 1) * inp.numel()].view_as(o))
-        return self._keep(_done(output_tensors, input_tensors[0].device))
+                if o.dtype != inp.dtype:
+                    raise TypeError(f"react_torch: allgather output dtype {o.dtype} differs from input {inp.dtype}")
 
-    def _allgather_base(self, output: torch.Tensor, input: torch.Tensor, opts=None):
-        self._allgather_flat(output, input)
-        return self._keep(_done([output], input.device))
+        def fn():
+            for outs, inp in zip(output_tensors, input_tensors):
+                flat = torch.empty(inp.numel() * self._size, dtype=inp.dtype, device=inp.device)
+                self._allgather_flat(flat, inp)
+                for r, o in enumerate(outs):
+                    o.copy_(flat[r * inp.numel() : (r + 1) * inp.numel()].view_as(o))
+
+        return self._submit(fn, output_tensors, input_tensors[0].device)
 
     def allgather_into_tensor_coalesced(self, outputs: List[torch.Tensor], inputs: List[torch.Tensor], opts=None):
         for o, i in zip(outputs, inputs):
-            self._allgather_flat(o, i)
-        return self._keep(_done(outputs, inputs[0].device))
+            self._check_allgather(o, i)
+
+        def fn():
+            for o, i in zip(outputs, inputs):
+                self._allgather_flat(o, i)
+
+        return self._submit(fn, outputs, inputs[0].device)
+
+    def _allgather_base(self, output: torch.Tensor, input: torch.Tensor, opts=None):
+        return self.allgather_into_tensor_coalesced([output], [input], opts)
 
     def all_gather_single(self, output: torch.Tensor, input: torch.Tensor, opts=None):
-        return self._allgather_base(output, input, opts)
+        return self.allgather_into_tensor_coalesced([output], [input], opts)
 
-    def _reduce_scatter_flat(self, out: torch.Tensor, inp: torch.Tensor, name: str) -> None:
+    def _check_reduce_scatter(self, out: torch.Tensor, inp: torch.Tensor, name: str) -> None:
         m = out.numel()
         if inp.numel() != m * self._size:
             raise ValueError(f"react_torch: reduce_scatter input has {inp.numel()} elements, want {self._size} x {m} = {m * self._size}")
+        if out.dtype != inp.dtype:
+            raise TypeError(f"react_torch: reduce_scatter output dtype {out.dtype} differs from input {inp.dtype}")
         check_reduce(name, inp.dtype)
+
+    def _reduce_scatter_flat(self, out: torch.Tensor, inp: torch.Tensor, name: str) -> None:
+        m = out.numel()
         work = inp.reshape(-1).clone()
         if self._size > 1 and m > 0:
             self._run("reducescatter", inp, m * self._size, work, name)
@@ -247,56 +344,73 @@ class ReactProcessGroup(dist.ProcessGroup):
         for out, ins in zip(output_tensors, input_tensors):
             if len(ins) != self._size:
                 raise ValueError(f"react_torch: reduce_scatter needs {self._size} input tensors, got {len(ins)}")
-            self._reduce_scatter_flat(out, torch.cat([i.reshape(-1) for i in ins]), name)
-        return self._keep(_done(output_tensors, output_tensors[0].device))
+            for i in ins:
+                if i.numel() != out.numel():
+                    raise ValueError(f"react_torch: reduce_scatter input tensor has {i.numel()} elements, output has {out.numel()}")
+                if i.dtype != out.dtype:
+                    raise TypeError(f"react_torch: reduce_scatter output dtype {out.dtype} differs from input {i.dtype}")
+            check_reduce(name, out.dtype)
 
-    def _reduce_scatter_base(self, output: torch.Tensor, input: torch.Tensor, opts=None):
-        name = reduce_name(opts.reduceOp if opts is not None else dist.ReduceOp.SUM)
-        self._reduce_scatter_flat(output, input, name)
-        return self._keep(_done([output], output.device))
+        def fn():
+            for out, ins in zip(output_tensors, input_tensors):
+                self._reduce_scatter_flat(out, torch.cat([i.reshape(-1) for i in ins]), name)
+
+        return self._submit(fn, output_tensors, output_tensors[0].device)
 
     def reduce_scatter_tensor_coalesced(self, outputs, inputs, opts=None):
+        name = reduce_name(opts.reduceOp if opts is not None else dist.ReduceOp.SUM)
         for o, i in zip(outputs, inputs):
-            self._reduce_scatter_base(o, i, opts)
-        return self._keep(_done(outputs, outputs[0].device))
+            self._check_reduce_scatter(o, i, name)
+
+        def fn():
+            for o, i in zip(outputs, inputs):
+                self._reduce_scatter_flat(o, i, name)
+
+        return self._submit(fn, outputs, outputs[0].device)
+
+    def _reduce_scatter_base(self, output: torch.Tensor, input: torch.Tensor, opts=None):
+        return self.reduce_scatter_tensor_coalesced([output], [input], opts)
 
     def reduce_scatter_single(self, output, input, opts=None):
-        return self._reduce_scatter_base(output, input, opts)
+        return self.reduce_scatter_tensor_coalesced([output], [input], opts)
 
     def barrier(self, opts=None):
         t = torch.zeros(1)
-        if self._size > 1:
-            self._gloo.allreduce([t]).wait()
-        return self._keep(_done([t], t.device))
 
-    # ---- delegated
+        def fn():
+            if self._size > 1:
+                self._gloo.allreduce([t]).wait()
+
+        return self._submit(fn, [t], t.device)
+
+    # ---- delegated, after the collectives called before them
+    def _delegated(self, name: str, call):
+        if name not in self._delegated_logged:
+            self._delegated_logged.add(name)
+            log.info("react_torch: %s is delegated to the inner group", name)
+        self._drain()
+        return call()
+
     def send(self, tensors, dst: int, tag: int = 0):
-        self._delegate("send")
-        return self._inner(tensors[0]).send(tensors, dst, tag)
+        return self._delegated("send", lambda: self._inner(tensors[0]).send(tensors, dst, tag))
 
     def recv(self, tensors, src: int, tag: int = 0):
-        self._delegate("recv")
-        return self._inner(tensors[0]).recv(tensors, src, tag)
+        return self._delegated("recv", lambda: self._inner(tensors[0]).recv(tensors, src, tag))
 
     def recv_anysource(self, tensors, tag: int = 0):
-        self._delegate("recv_anysource")
-        return self._inner(tensors[0]).recv_anysource(tensors, tag)
+        return self._delegated("recv_anysource", lambda: self._inner(tensors[0]).recv_anysource(tensors, tag))
 
     def alltoall_base(self, output, input, output_split_sizes, input_split_sizes, opts=None):
-        self._delegate("alltoall_base")
-        return self._inner(input).alltoall_base(output, input, output_split_sizes, input_split_sizes, opts or dist.AllToAllOptions())
+        return self._delegated("alltoall_base", lambda: self._inner(input).alltoall_base(output, input, output_split_sizes, input_split_sizes, opts or dist.AllToAllOptions()))
 
     def alltoall(self, outputs, inputs, opts=None):
-        self._delegate("alltoall")
-        return self._inner(inputs[0]).alltoall(outputs, inputs, opts or dist.AllToAllOptions())
+        return self._delegated("alltoall", lambda: self._inner(inputs[0]).alltoall(outputs, inputs, opts or dist.AllToAllOptions()))
 
     def gather(self, outputs, inputs, opts=None):
-        self._delegate("gather")
-        return self._inner(inputs[0]).gather(outputs, inputs, opts or dist.GatherOptions())
+        return self._delegated("gather", lambda: self._inner(inputs[0]).gather(outputs, inputs, opts or dist.GatherOptions()))
 
     def scatter(self, outputs, inputs, opts=None):
-        self._delegate("scatter")
-        return self._inner(outputs[0]).scatter(outputs, inputs, opts or dist.ScatterOptions())
+        return self._delegated("scatter", lambda: self._inner(outputs[0]).scatter(outputs, inputs, opts or dist.ScatterOptions()))
 
 
 def create(store, rank: int, size: int, timeout: timedelta):

@@ -60,6 +60,11 @@ def test_more_dtypes():
         assert rc == 0 and "OK dtypes" in out, err[-3000:]
 
 
+def test_async_ops():
+    for rc, out, err in launch(3, "asyncops", env={"REACT_TUNE": "0"}):
+        assert rc == 0 and "OK asyncops" in out, err[-3000:]
+
+
 def test_new_group():
     for rc, out, err in launch(3, "groups", env={"REACT_TUNE": "0"}):
         assert rc == 0 and "OK groups" in out, err[-3000:]

@@ -172,6 +172,41 @@ def dtypes():
     print("OK dtypes", flush=True)
 
 
+def asyncops():
+    """async_op=True: calls return at once and run in call order; waits and
+    futures give the results; a send after queued collectives waits for them."""
+    rank, n, gloo = init()
+    xs = [data(rank, 20000 + 7 * i, torch.int64, i) for i in range(6)]
+    refs = [x.clone() for x in xs]
+    works = [dist.all_reduce(x, async_op=True) for x in xs]
+    outs = [torch.empty(n * 5000, dtype=torch.int64)]
+    works.append(dist.all_gather_into_tensor(outs[0], data(rank, 5000, torch.int64, 99), async_op=True))
+    fut = works[0].get_future()
+    for w in works:
+        w.wait()
+    assert fut.done() and torch.equal(fut.value()[0], xs[0])
+    for x, r in zip(xs, refs):
+        dist.all_reduce(r, group=gloo)
+        same(x, r, "async allreduce")
+    ref = torch.empty(n * 5000, dtype=torch.int64)
+    dist.all_gather_into_tensor(ref, data(rank, 5000, torch.int64, 99), group=gloo)
+    same(outs[0], ref, "async allgather")
+    big = data(rank, 100000, torch.int64, 7)
+    bigref = big.clone()
+    w = dist.all_reduce(big, async_op=True)
+    if rank == 0:
+        dist.send(torch.arange(4), dst=1)
+    elif rank == 1:
+        got = torch.zeros(4, dtype=torch.int64)
+        dist.recv(got, src=0)
+        same(got, torch.arange(4), "send after async allreduce")
+    w.wait()
+    dist.all_reduce(bigref, group=gloo)
+    same(big, bigref, "async allreduce before send")
+    dist.destroy_process_group()
+    print("OK asyncops", flush=True)
+
+
 def large():
     """Messages of several segments (pipelined), every op, exact for integers."""
     rank, n, gloo = init()
