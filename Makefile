@@ -62,7 +62,12 @@ $(VENV_STAMP):
 # Multi-process tests of the react backend against Gloo, on the library
 # built in $(BUILD)/ (REACT_LIBRARY), the package from the source tree.
 test-py: lib build venv
-	REACT_LIBRARY=$(CURDIR)/$(LIB) PYTHONPATH=$(CURDIR)/python $(VENV_PY) -m pytest -q -x tests/python
+	REACT_LIBRARY=$(CURDIR)/$(LIB) PYTHONPATH=$(CURDIR)/python $(VENV_PY) -m pytest -q -x tests/python tests/gpu
+
+# The GPU checks alone, for a machine with a CUDA device (skipped elsewhere).
+.PHONY: test-gpu
+test-gpu: lib venv
+	REACT_LIBRARY=$(CURDIR)/$(LIB) PYTHONPATH=$(CURDIR)/python $(VENV_PY) -m pytest -q -rs tests/gpu
 
 # The C ABI: libreact.so and its cgo header in $(BUILD)/, exporting exactly
 # the functions of capi/react.h (libreact/react.map).

@@ -182,3 +182,22 @@ class Tuner:
         if self._h:
             lib().react_tuner_close(self._h)
             self._h = 0
+
+
+def cuda_available() -> Tuple[bool, str]:
+    """Whether libreact found a CUDA runtime with a device, and if not why."""
+    lb = lib()
+    rc = lb.react_cuda_available()
+    return rc == OK, "" if rc == OK else _last_error(lb)
+
+
+def cuda_elapsed(starts, ends) -> Optional[list]:
+    """Seconds between pairs of recorded CUDA events (torch.cuda.Event
+    .cuda_event handles), read by libreact without waiting: None while some
+    pair has not completed."""
+    n = len(starts)
+    a = (ctypes.c_uint64 * n)(*starts)
+    b = (ctypes.c_uint64 * n)(*ends)
+    out = (ctypes.c_double * n)()
+    rc = _check(lib().react_cuda_elapsed(a, b, n, out), "cuda elapsed")
+    return None if rc == NONE else list(out)
