@@ -26,7 +26,6 @@ package wire
 import (
 	"bytes"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"math"
 
@@ -111,16 +110,7 @@ func AppendFCTBatch(dst []byte, b *FCTBatch) ([]byte, error) {
 		shape []int
 		vals  []float64
 	}{{"fct", []int{b.Epochs, b.Flows}, b.FCT}, {"elapsed", []int{b.Epochs}, b.Elapsed}} {
-		e.do(e.e.EncodeString(c.name))
-		e.do(e.e.EncodeMapLen(3))
-		e.str("dtype", "<f8")
-		e.do(e.e.EncodeString("shape"))
-		e.do(e.e.EncodeArrayLen(len(c.shape)))
-		for _, s := range c.shape {
-			e.do(e.e.EncodeInt(int64(s)))
-		}
-		e.do(e.e.EncodeString("data"))
-		e.do(e.e.EncodeBytesLen(8 * len(c.vals)))
+		e.column(c.name, "<f8", c.shape, 8*len(c.vals))
 		if e.err != nil {
 			break
 		}
@@ -144,13 +134,6 @@ func DecodeFCTBatch(data []byte) (*FCTBatch, error) {
 	return b, nil
 }
 
-// floatColumn is an "<f8" column as read.
-type floatColumn struct {
-	dtype *string
-	shape []int64 // nil when absent
-	data  []byte  // nil when absent
-}
-
 func decodeFCTBatch(data []byte) (*FCTBatch, error) {
 	r := bytes.NewReader(data)
 	d := reader{d: msgpack.NewDecoder(r), r: r, data: data}
@@ -161,7 +144,7 @@ func decodeFCTBatch(data []byte) (*FCTBatch, error) {
 	names := [...]string{"format", "epoch0", "version", "epochs", "nflows", "fct", "elapsed"}
 	var (
 		ints     [5]int64 // indexed like names; [0] unused
-		fct, ela floatColumn
+		fct, ela columnValue
 		seen     int
 	)
 	limits := [5][2]int64{{}, {0, maxEpoch}, {0, math.MaxInt32}, {1, math.MaxInt32}, {1, math.MaxInt32}}
@@ -196,11 +179,11 @@ func decodeFCTBatch(data []byte) (*FCTBatch, error) {
 				return nil, fmt.Errorf("format: %q is not %q", s, BatchFormat)
 			}
 		case "fct":
-			if err := d.floatColumn(key, &fct); err != nil {
+			if err := d.column(key, &fct, 2); err != nil {
 				return nil, err
 			}
 		case "elapsed":
-			if err := d.floatColumn(key, &ela); err != nil {
+			if err := d.column(key, &ela, 2); err != nil {
 				return nil, err
 			}
 		default:
@@ -218,11 +201,11 @@ func decodeFCTBatch(data []byte) (*FCTBatch, error) {
 		}
 	}
 	b := &FCTBatch{Epoch0: int(ints[1]), Version: int(ints[2]), Epochs: int(ints[3]), Flows: int(ints[4])}
-	fb, err := fct.check([]int64{ints[3], ints[4]})
+	fb, err := fct.check("<f8", 8, []int64{ints[3], ints[4]}, "epochs and nflows")
 	if err != nil {
 		return nil, fmt.Errorf("fct: %w", err)
 	}
-	eb, err := ela.check([]int64{ints[3]})
+	eb, err := ela.check("<f8", 8, []int64{ints[3]}, "epochs")
 	if err != nil {
 		return nil, fmt.Errorf("elapsed: %w", err)
 	}
@@ -239,91 +222,4 @@ func readFloats(b []byte) []float64 {
 		out[i] = math.Float64frombits(binary.LittleEndian.Uint64(b[8*i:]))
 	}
 	return out
-}
-
-func (c *floatColumn) check(shape []int64) ([]byte, error) {
-	switch {
-	case c.dtype == nil:
-		return nil, errors.New("key \"dtype\" missing")
-	case *c.dtype != "<f8":
-		return nil, fmt.Errorf("dtype %q, want \"<f8\"", *c.dtype)
-	case c.shape == nil:
-		return nil, errors.New("key \"shape\" missing")
-	case len(c.shape) != len(shape):
-		return nil, fmt.Errorf("shape %v has %d dimensions, want %d", c.shape, len(c.shape), len(shape))
-	case c.data == nil:
-		return nil, errors.New("key \"data\" missing")
-	}
-	want := int64(8)
-	for i, s := range shape {
-		if c.shape[i] != s {
-			return nil, fmt.Errorf("shape %v, want %v (from epochs and nflows)", c.shape, shape)
-		}
-		want *= s
-	}
-	if int64(len(c.data)) != want {
-		return nil, fmt.Errorf("data has %d bytes, want %d (shape %v x 8 bytes)", len(c.data), want, shape)
-	}
-	return c.data, nil
-}
-
-func (d *reader) floatColumn(what string, v *floatColumn) error {
-	n, err := d.mapLen(what)
-	if err != nil {
-		return err
-	}
-	for range n {
-		key, err := d.str(what + ": key")
-		if err != nil {
-			return err
-		}
-		where := what + ": " + key
-		switch key {
-		case "dtype":
-			if v.dtype != nil {
-				return fmt.Errorf("%s appears twice", where)
-			}
-			s, err := d.str(where)
-			if err != nil {
-				return err
-			}
-			v.dtype = &s
-		case "shape":
-			if v.shape != nil {
-				return fmt.Errorf("%s appears twice", where)
-			}
-			c, err := d.peek(where)
-			if err != nil {
-				return err
-			}
-			if !isArray(c) {
-				return fmt.Errorf("%s: want an array, got %s", where, typeName(c))
-			}
-			dims, err := d.d.DecodeArrayLen()
-			if err != nil {
-				return wrap(where, err)
-			}
-			if dims < 1 || dims > 2 {
-				return fmt.Errorf("%s: %d dimensions, want 1 or 2", where, dims)
-			}
-			v.shape = make([]int64, dims)
-			for i := range v.shape {
-				if v.shape[i], err = d.int(where, 0, math.MaxInt32); err != nil {
-					return err
-				}
-			}
-		case "data":
-			if v.data != nil {
-				return fmt.Errorf("%s appears twice", where)
-			}
-			if v.data, err = d.bin(where); err != nil {
-				return err
-			}
-		default:
-			if err := d.skip(where, 0); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
 }

@@ -67,14 +67,7 @@ func EncodeMsgpack(p *ten.Pattern) ([]byte, error) {
 	e.do(e.e.EncodeString("flows"))
 	e.do(e.e.EncodeMapLen(numColumns))
 	for c, col := range columns() {
-		e.do(e.e.EncodeString(col.name))
-		e.do(e.e.EncodeMapLen(3))
-		e.str("dtype", col.dtype)
-		e.do(e.e.EncodeString("shape"))
-		e.do(e.e.EncodeArrayLen(1))
-		e.do(e.e.EncodeInt(int64(n)))
-		e.do(e.e.EncodeString("data"))
-		e.do(e.e.EncodeBytesLen(n * col.itemsize))
+		e.column(col.name, col.dtype, []int{n}, n*col.itemsize)
 		if e.err != nil {
 			break
 		}
@@ -151,6 +144,22 @@ func (e *encoder) str(key, v string) {
 func (e *encoder) int(key string, v int64) {
 	e.do(e.e.EncodeString(key))
 	e.do(e.e.EncodeInt(v))
+}
+
+// column writes the header of a column up to the length of its bin data:
+// name, then {"dtype": dtype, "shape": shape, "data": bin of nbytes}. The
+// caller appends the nbytes of data itself.
+func (e *encoder) column(name, dtype string, shape []int, nbytes int) {
+	e.do(e.e.EncodeString(name))
+	e.do(e.e.EncodeMapLen(3))
+	e.str("dtype", dtype)
+	e.do(e.e.EncodeString("shape"))
+	e.do(e.e.EncodeArrayLen(len(shape)))
+	for _, s := range shape {
+		e.do(e.e.EncodeInt(int64(s)))
+	}
+	e.do(e.e.EncodeString("data"))
+	e.do(e.e.EncodeBytesLen(nbytes))
 }
 
 // DecodeMsgpack reads the msgpack form of a pattern and validates it. It
@@ -258,7 +267,7 @@ func decodeMsgpack(data []byte) (*ten.Pattern, error) {
 	}
 	p.Flows = make([]ten.Flow, nflows)
 	for c, col := range columns() {
-		data, err := cols[c].check(col, nflows)
+		data, err := cols[c].check(col.dtype, col.itemsize, []int64{nflows}, "nflows")
 		if err != nil {
 			return nil, fmt.Errorf("flows: column %q: %w", col.name, err)
 		}
@@ -300,31 +309,42 @@ func readColumn(flows []ten.Flow, c int, b []byte) {
 	}
 }
 
-// columnValue is a column as read, before it is checked against nflows.
+// columnValue is a column as read, {"dtype": str, "shape": [int, ...],
+// "data": bin}, before it is checked against the sizes the message gives
+// elsewhere. Pattern flows and FCT batches read their columns with it.
 type columnValue struct {
 	present bool
 	dtype   *string
-	shape   *int64
-	data    []byte // nil when the key was absent
+	shape   []int64 // nil when the key was absent
+	data    []byte  // nil when the key was absent
 }
 
-func (v *columnValue) check(col column, nflows int64) ([]byte, error) {
+// check returns the column's data once its dtype is dtype and its shape is
+// shape (which the message's from keys give), with itemsize bytes a value.
+func (v *columnValue) check(dtype string, itemsize int, shape []int64, from string) ([]byte, error) {
 	switch {
 	case !v.present:
 		return nil, errors.New("missing")
 	case v.dtype == nil:
 		return nil, errors.New("key \"dtype\" missing")
-	case *v.dtype != col.dtype:
-		return nil, fmt.Errorf("dtype %q, want %q", *v.dtype, col.dtype)
+	case *v.dtype != dtype:
+		return nil, fmt.Errorf("dtype %q, want %q", *v.dtype, dtype)
 	case v.shape == nil:
 		return nil, errors.New("key \"shape\" missing")
-	case *v.shape != nflows:
-		return nil, fmt.Errorf("shape [%d] does not match nflows %d", *v.shape, nflows)
+	case len(v.shape) != len(shape):
+		return nil, fmt.Errorf("shape %v has %d dimensions, want %d", v.shape, len(v.shape), len(shape))
 	case v.data == nil:
 		return nil, errors.New("key \"data\" missing")
-	case int64(len(v.data)) != nflows*int64(col.itemsize):
-		return nil, fmt.Errorf("data has %d bytes, want %d (%d flows x %d bytes)",
-			len(v.data), nflows*int64(col.itemsize), nflows, col.itemsize)
+	}
+	want := int64(itemsize)
+	for i, s := range shape {
+		if v.shape[i] != s {
+			return nil, fmt.Errorf("shape %v, want %v (from %s)", v.shape, shape, from)
+		}
+		want *= s
+	}
+	if int64(len(v.data)) != want {
+		return nil, fmt.Errorf("data has %d bytes, want %d (shape %v x %d bytes)", len(v.data), want, shape, itemsize)
 	}
 	return v.data, nil
 }
@@ -526,19 +546,22 @@ func (d *reader) columns(cols *[numColumns]columnValue) error {
 		if cols[c].present {
 			return fmt.Errorf("flows: column %q appears twice", name)
 		}
-		cols[c].present = true
-		if err := d.column(fmt.Sprintf("flows: column %q", name), &cols[c]); err != nil {
+		if err := d.column(fmt.Sprintf("flows: column %q", name), &cols[c], 1); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-func (d *reader) column(what string, v *columnValue) error {
+// column reads a column map into v: dtype, shape (an array of 1 to
+// maxDims ints in [0, MaxInt32]) and data (bin, read in place); unknown
+// keys are skipped, a key twice is an error.
+func (d *reader) column(what string, v *columnValue, maxDims int) error {
 	n, err := d.mapLen(what)
 	if err != nil {
 		return err
 	}
+	v.present = true
 	for range n {
 		key, err := d.str(what + ": key")
 		if err != nil {
@@ -570,14 +593,19 @@ func (d *reader) column(what string, v *columnValue) error {
 			if err != nil {
 				return wrap(where, err)
 			}
-			if dims != 1 {
-				return fmt.Errorf("%s: %d dimensions, want 1", where, dims)
+			if dims < 1 || dims > maxDims {
+				want := "1"
+				if maxDims > 1 {
+					want = fmt.Sprintf("1 to %d", maxDims)
+				}
+				return fmt.Errorf("%s: %d dimensions, want %s", where, dims, want)
 			}
-			s, err := d.int(where, 0, math.MaxInt64)
-			if err != nil {
-				return err
+			v.shape = make([]int64, dims)
+			for i := range v.shape {
+				if v.shape[i], err = d.int(where, 0, math.MaxInt32); err != nil {
+					return err
+				}
 			}
-			v.shape = &s
 		case "data":
 			if v.data != nil {
 				return fmt.Errorf("%s appears twice", where)

@@ -310,14 +310,15 @@ func TestDecodeMsgpackErrors(t *testing.T) {
 		{"missing column", func(d map[string]any) { delete(d["flows"].(map[string]any), "kind") }, `column "kind": missing`},
 		{"wrong dtype", func(d map[string]any) { col(d, "src")["dtype"] = "<i8" }, `column "src": dtype "<i8", want "<i4"`},
 		{"missing dtype", func(d map[string]any) { delete(col(d, "dst"), "dtype") }, `column "dst": key "dtype" missing`},
-		{"shape mismatch", func(d map[string]any) { col(d, "step")["shape"] = []any{7} }, `column "step": shape [7] does not match nflows 8`},
+		{"shape mismatch", func(d map[string]any) { col(d, "step")["shape"] = []any{7} }, `column "step": shape [7], want [8] (from nflows)`},
 		{"shape 2-d", func(d map[string]any) { col(d, "step")["shape"] = []any{8, 1} }, `column "step": shape: 2 dimensions, want 1`},
 		{"shape not array", func(d map[string]any) { col(d, "step")["shape"] = 8 }, `column "step": shape: want an array, got int`},
+		{"shape huge", func(d map[string]any) { col(d, "step")["shape"] = []any{int64(1) << 40} }, `column "step": shape: 1099511627776 out of range`},
 		{"missing shape", func(d map[string]any) { delete(col(d, "chunk"), "shape") }, `column "chunk": key "shape" missing`},
 		{"short data", func(d map[string]any) {
 			c := col(d, "fraction")
 			c["data"] = c["data"].([]byte)[:63]
-		}, `column "fraction": data has 63 bytes, want 64 (8 flows x 8 bytes)`},
+		}, `column "fraction": data has 63 bytes, want 64 (shape [8] x 8 bytes)`},
 		{"missing data", func(d map[string]any) { delete(col(d, "kind"), "data") }, `column "kind": key "data" missing`},
 		{"data an array", func(d map[string]any) { col(d, "kind")["data"] = []any{1, 2} }, `column "kind": data: want a bin, got array`},
 		{"bad kind value", func(d map[string]any) { col(d, "kind")["data"].([]byte)[5] = 3 }, "flow 5: kind: unknown kind 3"},
