@@ -48,9 +48,13 @@ func (t *Tuner) evaluate(p *ten.Pattern, deg *ten.Degrees, paths [][]int32) *sta
 
 // explore is Algorithm 1: walk the congested vertices that lie on a
 // critical path, most congested first, and try viable swaps in priority
-// order until Kt trials or AMax accepted transforms. It returns the
-// resulting pattern (nil when nothing was accepted) and every trial.
-func (t *Tuner) explore(rep *detect.Report) (*ten.Pattern, []Trial) {
+// order until Kt trials or AMax accepted transforms. A swap whose result is
+// a pattern of a reverted change (the change itself or one of the patterns
+// on the way to it) is passed over: after a revert, REACT "tries new
+// transforms" on the older pattern (§5.4.2). It returns the resulting
+// pattern (nil when nothing was accepted), every trial and the
+// fingerprints of the patterns after each accepted swap.
+func (t *Tuner) explore(rep *detect.Report) (*ten.Pattern, []Trial, []string) {
 	cur := t.cur
 	dag := critpath.New(cur)
 	// The batch's critical paths: one per epoch and one on the mean FCTs.
@@ -118,6 +122,7 @@ func (t *Tuner) explore(rep *detect.Report) (*ten.Pattern, []Trial) {
 	g := t.evaluate(cur, t.deg, paths)
 	var positions *transform.Positions
 	var trials []Trial
+	var steps []string
 	u, accepted := 0, 0
 	kt := t.cfg.Kt + t.ktBonus
 	for len(X) > 0 && u < kt && accepted < t.cfg.AMax {
@@ -135,6 +140,12 @@ func (t *Tuner) explore(rep *detect.Report) (*ten.Pattern, []Trial) {
 			if c.swap.Kind != transform.Position && semantics.Check(q) != nil {
 				continue
 			}
+			var fp string
+			if len(t.rejected) > 0 {
+				if fp = fingerprint(q); t.rejected[fp] {
+					continue
+				}
+			}
 			s := t.evaluate(q, ten.NewDegrees(q), paths)
 			tr := Trial{Swap: c.swap, Lowers: c.lowers, Before: g.paths, After: s.paths}
 			tr.Accepted = g.paths >= (1+t.cfg.Epsilon)*s.paths && s.makespan <= g.makespan*(1+1e-12)
@@ -144,6 +155,10 @@ func (t *Tuner) explore(rep *detect.Report) (*ten.Pattern, []Trial) {
 			}
 			g = s
 			accepted++
+			if fp == "" {
+				fp = fingerprint(q)
+			}
+			steps = append(steps, fp)
 			positions = nil
 			if scores[x.Rank].steady > 0 {
 				exclude[x.Rank] = true
@@ -158,9 +173,9 @@ func (t *Tuner) explore(rep *detect.Report) (*ten.Pattern, []Trial) {
 		}
 	}
 	if accepted == 0 {
-		return nil, trials
+		return nil, trials, nil
 	}
-	return g.p, trials
+	return g.p, trials, steps
 }
 
 type candidate struct {

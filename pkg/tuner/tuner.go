@@ -11,6 +11,7 @@ package tuner
 
 import (
 	"fmt"
+	"hash/fnv"
 	"math"
 	"math/rand/v2"
 	"slices"
@@ -90,12 +91,13 @@ type Tuner struct {
 	// pattern's observed time
 	prev     *ten.Pattern
 	prevTime float64
+	steps    []string       // fingerprints of the change's patterns, one per accepted swap
 	resolved map[int32]bool // steady ranks moved off the critical path by a kept change
 
 	noGain   int // exploring batches in a row without a kept improvement
 	idle     int // epochs since the last exploration, while stopped
 	ktBonus  int
-	rejected map[string]bool // patterns reverted before, not to be tried again
+	rejected map[string]bool // patterns of reverted changes, not to be tried again
 }
 
 // New makes a tuner for an initial pattern (which must pass the semantics
@@ -186,6 +188,9 @@ func (t *Tuner) decide(epoch int) *Decision {
 		} else {
 			d.Reverted = true
 			t.rejected[fingerprint(t.cur)] = true
+			for _, fp := range t.steps {
+				t.rejected[fp] = true
+			}
 			t.resolved = map[int32]bool{}
 			t.noGain++
 			t.emit(d, t.prev, epoch)
@@ -216,7 +221,7 @@ func (t *Tuner) decide(epoch int) *Decision {
 		return d
 	}
 	d.Explored = true
-	g, trials := t.explore(rep)
+	g, trials, steps := t.explore(rep)
 	d.Trials = trials
 	if g == nil || slices.Equal(g.Flows, t.cur.Flows) || t.rejected[fingerprint(g)] {
 		t.noGain++
@@ -228,7 +233,7 @@ func (t *Tuner) decide(epoch int) *Decision {
 		t.rejected[fingerprint(g)] = true
 		return d
 	}
-	t.prev, t.prevTime = t.cur, d.Observed
+	t.prev, t.prevTime, t.steps = t.cur, d.Observed, steps
 	t.emit(d, g, epoch)
 	return d
 }
@@ -240,11 +245,16 @@ func (t *Tuner) emit(d *Decision, p *ten.Pattern, epoch int) {
 	t.next = &pending{p: p, version: d.NewVersion, effective: d.Effective}
 }
 
-// fingerprint identifies a pattern by its flows' endpoints.
+// fingerprint identifies a pattern by its flows' endpoints: the 128-bit
+// FNV-1a digest of every flow's source and destination, so that a long run
+// that reverts many changes keeps 16 bytes a rejected pattern, not a copy
+// of its flows.
 func fingerprint(p *ten.Pattern) string {
-	b := make([]byte, 0, 8*len(p.Flows))
+	h := fnv.New128a()
+	b := make([]byte, 0, 6*len(p.Flows))
 	for _, f := range p.Flows {
 		b = append(b, byte(f.Src), byte(f.Src>>8), byte(f.Src>>16), byte(f.Dst), byte(f.Dst>>8), byte(f.Dst>>16))
 	}
-	return string(b)
+	h.Write(b)
+	return string(h.Sum(nil))
 }

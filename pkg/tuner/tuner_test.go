@@ -200,3 +200,60 @@ func BenchmarkDecision(b *testing.B) {
 		})
 	}
 }
+
+// TestRevertTriesNewTransforms: after a revert REACT "tries new transforms"
+// on the older pattern (§5.4.2). When every change is slower, each
+// exploration from the initial pattern must start from a swap that no
+// reverted change took on its way, so no first accepted swap repeats.
+func TestRevertTriesNewTransforms(t *testing.T) {
+	for _, tc := range []struct {
+		p   *ten.Pattern
+		hot int32
+	}{
+		{pattern.TreeAllReduce(8), 3},
+		{pattern.TreeAllReduce(16), 5},
+		{pattern.RecursiveDoublingAllGather(8), 2},
+	} {
+		for seed := uint64(1); seed <= 5; seed++ {
+			cfg := tuner.DefaultConfig()
+			cfg.Seed = seed
+			tu, err := tuner.New(cfg, tc.p, msg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ds := drive(t, tu, 200, func(e, i int, f ten.Flow) float64 {
+				cur, _ := tu.Pattern(e)
+				x := 1.0
+				if f.Dst == tc.hot {
+					x = 3
+				}
+				if !reflect.DeepEqual(cur.Flows, tc.p.Flows) {
+					x *= 2
+				}
+				return x
+			})
+			seen := map[string]int{}
+			changes := 0
+			for _, d := range ds {
+				if d.Pattern == nil || d.Reverted {
+					continue
+				}
+				changes++
+				for _, tr := range d.Trials {
+					if tr.Accepted {
+						key := fmt.Sprint(tr.Swap)
+						if b, ok := seen[key]; ok {
+							t.Fatalf("%s %d ranks seed %d: batch %d starts again with %v, reverted after batch %d",
+								tc.p.Algo, tc.p.Ranks, seed, d.Batch, tr.Swap, b)
+						}
+						seen[key] = d.Batch
+						break
+					}
+				}
+			}
+			if changes < 2 {
+				t.Fatalf("%s %d ranks seed %d: %d changes, want at least 2 to compare", tc.p.Algo, tc.p.Ranks, seed, changes)
+			}
+		}
+	}
+}
