@@ -141,7 +141,8 @@ def main(argv=None):
             for name, (mean, p95, wrong, ts) in rows:
                 algbw = nbytes / mean / 1e9
                 print(f"  {nbytes:>12} {count:>10} {'float':>6} {'sum' if args.op in ('allreduce', 'reduce', 'reducescatter') else 'none':>6} {root:>4} | {name:>7} "
-                      f"{mean * 1e6:>10.1f} {p95 * 1e6:>10.1f} {algbw:>7.2f} {algbw * busbw_factor(args.op, n):>7.2f} {wrong:>6} | {base / mean:>5.2f}"
+                      f"{mean * 1e6:>10.1f} {p95 * 1e6:>10.1f} {algbw:>7.2f} {algbw * busbw_factor(args.op, n):>7.2f} {wrong:>6} | "
+                      f"{f'{base / mean:.2f}' if len(rows) > 1 else '-':>5}"
                       f" {switches if name == 'react' else '':>8}")
                 results.append({"op": args.op, "ranks": n, "bytes": nbytes, "count": count, "backend": name, "mean_s": mean, "p95_s": p95,
                                 "algbw_GBps": algbw, "busbw_GBps": algbw * busbw_factor(args.op, n), "wrong": wrong, "times_s": ts,
