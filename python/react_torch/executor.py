@@ -280,6 +280,7 @@ class Executor:
                 if sum(x.numel() for x in parts) == 0:
                     continue
                 buf = parts[0] if len(parts) == 1 else torch.cat(parts)
+                inbox.append((None, buf, None))  # alive until the batch has run
                 self.pg.send([buf], m.dst, 0)
             for m in recvs:
                 parts = self._parts(p, pl, m.flows, work)
@@ -295,6 +296,8 @@ class Executor:
             flows = [f for m in recvs for f in m.flows]
             timed.append((flows, start, end))
             for m, buf, parts in inbox:
+                if m is None:
+                    continue
                 r = _Recv(m, buf, parts, self._kinds(p, m, len(parts)), [(0, buf.numel())])
                 r.apply(0, reduce)
 
