@@ -6,6 +6,10 @@ import "fmt"
 // DefaultConfig gives the paper's values; the fields the paper leaves open
 // (KtGrowth, AMax) have defaults chosen here and say so.
 type Config struct {
+	// Model chooses the judge of candidate patterns and the loop around it:
+	// ModelReact (the default) or ModelPaper, the paper's Algorithm 1 with
+	// its pair-history estimate (§5.4.1), kept for comparison.
+	Model string
 	// B is the batch size: the tuner decides after every B epochs run with
 	// the pattern in force.
 	B int
@@ -46,14 +50,22 @@ type Config struct {
 	Seed uint64
 }
 
+// The values of Config.Model.
+const (
+	ModelReact = "react"
+	ModelPaper = "paper"
+)
+
 // DefaultConfig returns the paper's parameters (§5.4, §6.3, Table 3).
 func DefaultConfig() Config {
-	return Config{B: 6, Delta1: 0.2, Delta2: 0.15, Kt: 15, KtGrowth: 5, Epsilon: 0.05, H: 60, EMax: 5, AMax: 4, TauR: 0.05, Lag: 5, Seed: 1}
+	return Config{Model: ModelPaper, B: 6, Delta1: 0.2, Delta2: 0.15, Kt: 15, KtGrowth: 5, Epsilon: 0.05, H: 60, EMax: 5, AMax: 4, TauR: 0.05, Lag: 5, Seed: 1}
 }
 
 // Validate names the first field out of range.
 func (c Config) Validate() error {
 	switch {
+	case c.Model != ModelReact && c.Model != ModelPaper:
+		return fmt.Errorf("tuner config: Model = %q, want %q or %q", c.Model, ModelReact, ModelPaper)
 	case c.B < 1:
 		return fmt.Errorf("tuner config: B = %d, want >= 1", c.B)
 	case !(c.Delta1 >= 0 && c.Delta1 < 1):
