@@ -8,7 +8,7 @@
 //	   rank y, and those of (c, t', y) to x.
 //
 // A swap's legality is decided by package semantics (or, for ③, by the
-// equivalent fast evaluator in positions.go); the degree rule of §5.3.2
+// equivalent fast evaluator in positions*.go); the degree rule of §5.3.2
 // (Prune) then keeps only swaps that do not overload the replacement.
 package transform
 
