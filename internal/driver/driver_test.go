@@ -9,6 +9,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/react-torch/react-torch/internal/fixture"
 	"github.com/react-torch/react-torch/pkg/pattern"
 	"github.com/react-torch/react-torch/pkg/shmring"
 	"github.com/react-torch/react-torch/pkg/ten"
@@ -18,20 +19,19 @@ import (
 
 const msg = 1 << 20
 
-// batch makes epochs epochs of FCTs for p from epoch0, flows into slow
-// (if >= 0) three times slower, with a little deterministic jitter.
+// batch makes epochs epochs of fixture FCTs for p from epoch0, flows into
+// slow (if >= 0) three times slower, with a little deterministic jitter.
 func batch(p *ten.Pattern, epoch0, epochs, version, slow int) *wire.FCTBatch {
 	b := &wire.FCTBatch{Epoch0: epoch0, Version: version, Epochs: epochs, Flows: len(p.Flows),
-		FCT: make([]float64, epochs*len(p.Flows)), Elapsed: make([]float64, epochs)}
-	deg := ten.NewDegrees(p)
+		FCT: make([]float64, 0, epochs*len(p.Flows)), Elapsed: make([]float64, epochs)}
 	for e := range epochs {
-		for i, f := range p.Flows {
-			v := 4e-6 + float64(deg.Flow(&f))*f.Fraction*msg*8/100e9
+		b.FCT = append(b.FCT, fixture.FCTs(p, msg, func(i int, f ten.Flow) float64 {
+			x := 1 + 0.01*float64((e*7+i*3)%5)
 			if int(f.Dst) == slow {
-				v *= 3
+				x *= 3
 			}
-			b.FCT[e*len(p.Flows)+i] = v * (1 + 0.01*float64((e*7+i*3)%5))
-		}
+			return x
+		})...)
 	}
 	return b
 }

@@ -1,11 +1,11 @@
 package critpath
 
 import (
-	"cmp"
 	"math/rand/v2"
 	"slices"
 	"testing"
 
+	"github.com/react-torch/react-torch/internal/fixture"
 	"github.com/react-torch/react-torch/pkg/ten"
 )
 
@@ -16,82 +16,6 @@ func fl(c, t, s, d int32) ten.Flow {
 
 func pat(ranks int, flows ...ten.Flow) *ten.Pattern {
 	return &ten.Pattern{Op: ten.AllReduce, Algo: "test", Ranks: ranks, Root: -1, Flows: flows}
-}
-
-// tree4 is a 4-rank two-chunk tree allreduce written out by hand: chunk 0
-// reduces 3->1, then 1,2->0 and broadcasts back; chunk 1 is its mirror
-// (rank r plays 3-r).
-func tree4() *ten.Pattern {
-	r, c := ten.KindReduce, ten.KindCopy
-	h := func(ch, t, s, d int32, k ten.Kind) ten.Flow {
-		return ten.Flow{Chunk: ch, Step: t, Src: s, Dst: d, Kind: k, Fraction: .5}
-	}
-	return pat(4,
-		h(0, 1, 3, 1, r), // 0
-		h(0, 2, 1, 0, r), // 1
-		h(0, 2, 2, 0, r), // 2
-		h(0, 3, 0, 1, c), // 3
-		h(0, 3, 0, 2, c), // 4
-		h(0, 4, 1, 3, c), // 5
-		h(1, 1, 0, 2, r), // 6
-		h(1, 2, 2, 3, r), // 7
-		h(1, 2, 1, 3, r), // 8
-		h(1, 3, 3, 2, c), // 9
-		h(1, 3, 3, 1, c), // 10
-		h(1, 4, 2, 0, c), // 11
-	)
-}
-
-// ringAllReduce is shaped like a ring allreduce: at step s rank i sends
-// chunk (i-s) mod n to i+1, reducing for s < n and copying after.
-func ringAllReduce(n int) *ten.Pattern {
-	p := pat(n)
-	p.Flows = make([]ten.Flow, 0, 2*(n-1)*n)
-	for s := 1; s <= 2*(n-1); s++ {
-		k := ten.KindReduce
-		if s >= n {
-			k = ten.KindCopy
-		}
-		for i := 0; i < n; i++ {
-			c := ((i-s)%n + n) % n
-			p.Flows = append(p.Flows, ten.Flow{Chunk: int32(c), Step: int32(s), Src: int32(i), Dst: int32((i + 1) % n), Kind: k, Fraction: 1 / float64(n)})
-		}
-	}
-	return p
-}
-
-// treeAllReduce is shaped like a double binary tree allreduce: chunk 0 on a
-// heap-ordered binary tree (parent of i is (i-1)/2), reducing leaves first
-// and broadcasting back; chunk 1 on the mirrored tree (rank r plays n-1-r).
-func treeAllReduce(n int) *ten.Pattern {
-	depth := func(i int) int {
-		d := 0
-		for i > 0 {
-			i = (i - 1) / 2
-			d++
-		}
-		return d
-	}
-	dmax := depth(n - 1)
-	p := pat(n)
-	for c := 0; c < 2; c++ {
-		rk := func(i int) int32 {
-			if c == 1 {
-				return int32(n - 1 - i)
-			}
-			return int32(i)
-		}
-		for i := 1; i < n; i++ {
-			p.Flows = append(p.Flows, ten.Flow{Chunk: int32(c), Step: int32(dmax - depth(i) + 1), Src: rk(i), Dst: rk((i - 1) / 2), Kind: ten.KindReduce, Fraction: .5})
-		}
-		for i := 1; i < n; i++ {
-			p.Flows = append(p.Flows, ten.Flow{Chunk: int32(c), Step: int32(dmax + depth(i)), Src: rk((i - 1) / 2), Dst: rk(i), Kind: ten.KindCopy, Fraction: .5})
-		}
-	}
-	slices.SortStableFunc(p.Flows, func(a, b ten.Flow) int {
-		return cmp.Or(cmp.Compare(a.Chunk, b.Chunk), cmp.Compare(a.Step, b.Step))
-	})
-	return p
 }
 
 func TestCritical(t *testing.T) {
@@ -167,7 +91,7 @@ func TestCritical(t *testing.T) {
 		},
 		{
 			name: "tree4 uniform",
-			p:    tree4(),
+			p:    fixture.Tree4(),
 			w:    []float64{1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1, 1},
 			wantPreds: [][]int32{
 				{}, {0}, {}, {1, 2}, {1, 2}, {0, 3},
@@ -179,7 +103,7 @@ func TestCritical(t *testing.T) {
 			// Rank 2's reduce in chunk 1 is slow: the chunk 1 chain
 			// through it is critical.
 			name: "tree4 slow chunk 1",
-			p:    tree4(),
+			p:    fixture.Tree4(),
 			w:    []float64{1, 1, 1, 1, 1, 1, 1, 3, 1, 1, 1, 1},
 			wantPreds: [][]int32{
 				{}, {0}, {}, {1, 2}, {1, 2}, {0, 3},
@@ -214,16 +138,9 @@ func TestCritical(t *testing.T) {
 	}
 }
 
-func TestTreeGeneratorMatchesHandBuilt(t *testing.T) {
-	got, want := treeAllReduce(4), tree4()
-	if !slices.Equal(got.Flows, want.Flows) {
-		t.Fatalf("treeAllReduce(4) =\n%v\nwant\n%v", got.Flows, want.Flows)
-	}
-}
-
 func TestRingIsChainPerChunk(t *testing.T) {
 	const n = 5
-	p := ringAllReduce(n)
+	p := fixture.RingAllReduce(n)
 	if err := p.Validate(); err != nil {
 		t.Fatal(err)
 	}
@@ -261,7 +178,7 @@ func TestFinishEmptyAndLengthPanics(t *testing.T) {
 }
 
 func TestCriticalAppendReusesBuffer(t *testing.T) {
-	p := tree4()
+	p := fixture.Tree4()
 	d := New(p)
 	w := make([]float64, len(p.Flows))
 	for i := range w {
@@ -399,8 +316,8 @@ func benchPatterns() []struct {
 		name string
 		p    *ten.Pattern
 	}{
-		{"ring1024", ringAllReduce(1024)},
-		{"tree1024", treeAllReduce(1024)},
+		{"ring1024", fixture.RingAllReduce(1024)},
+		{"tree1024", fixture.HeapTreeAllReduce(1024)},
 	}
 }
 

@@ -1,7 +1,6 @@
 package detect
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"math"
@@ -10,66 +9,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/react-torch/react-torch/internal/fixture"
 	"github.com/react-torch/react-torch/pkg/ten"
 )
-
-// tree4 is a 4-rank two-chunk tree allreduce written out by hand: chunk 0
-// reduces 3->1, then 1,2->0 and broadcasts back; chunk 1 is its mirror
-// (rank r plays 3-r). Flows at steps 1 and 4 have degree 1, those at steps
-// 2 and 3 degree 2 (a rank receives, or sends, two at once).
-func tree4() *ten.Pattern {
-	r, c := ten.KindReduce, ten.KindCopy
-	h := func(ch, t, s, d int32, k ten.Kind) ten.Flow {
-		return ten.Flow{Chunk: ch, Step: t, Src: s, Dst: d, Kind: k, Fraction: .5}
-	}
-	return &ten.Pattern{Op: ten.AllReduce, Algo: "tree", Ranks: 4, Root: -1, Flows: []ten.Flow{
-		h(0, 1, 3, 1, r), // 0
-		h(0, 2, 1, 0, r), // 1
-		h(0, 2, 2, 0, r), // 2
-		h(0, 3, 0, 1, c), // 3
-		h(0, 3, 0, 2, c), // 4
-		h(0, 4, 1, 3, c), // 5
-		h(1, 1, 0, 2, r), // 6
-		h(1, 2, 2, 3, r), // 7
-		h(1, 2, 1, 3, r), // 8
-		h(1, 3, 3, 2, c), // 9
-		h(1, 3, 3, 1, c), // 10
-		h(1, 4, 2, 0, c), // 11
-	}}
-}
-
-// treeAllReduce is shaped like a double binary tree allreduce: chunk 0 on a
-// heap-ordered binary tree (parent of i is (i-1)/2), reducing leaves first
-// and broadcasting back; chunk 1 on the mirrored tree (rank r plays n-1-r).
-func treeAllReduce(n int) *ten.Pattern {
-	depth := func(i int) int {
-		d := 0
-		for ; i > 0; i = (i - 1) / 2 {
-			d++
-		}
-		return d
-	}
-	dmax := depth(n - 1)
-	p := &ten.Pattern{Op: ten.AllReduce, Algo: "tree", Ranks: n, Root: -1}
-	for c := 0; c < 2; c++ {
-		rk := func(i int) int32 {
-			if c == 1 {
-				return int32(n - 1 - i)
-			}
-			return int32(i)
-		}
-		for i := 1; i < n; i++ {
-			p.Flows = append(p.Flows, ten.Flow{Chunk: int32(c), Step: int32(dmax - depth(i) + 1), Src: rk(i), Dst: rk((i - 1) / 2), Kind: ten.KindReduce, Fraction: .5})
-		}
-		for i := 1; i < n; i++ {
-			p.Flows = append(p.Flows, ten.Flow{Chunk: int32(c), Step: int32(dmax + depth(i)), Src: rk((i - 1) / 2), Dst: rk(i), Kind: ten.KindCopy, Fraction: .5})
-		}
-	}
-	slices.SortStableFunc(p.Flows, func(a, b ten.Flow) int {
-		return cmp.Or(cmp.Compare(a.Chunk, b.Chunk), cmp.Compare(a.Step, b.Step))
-	})
-	return p
-}
 
 const (
 	msgBytes = 1 << 20
@@ -190,7 +132,7 @@ func TestDetect(t *testing.T) {
 			wantIn: no, wantOut: []bool{false, false, false, true},
 		},
 	}
-	p := tree4()
+	p := fixture.Tree4()
 	deg := ten.NewDegrees(p)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -218,7 +160,7 @@ func TestDetect(t *testing.T) {
 }
 
 func TestDegreeMeans(t *testing.T) {
-	p := tree4()
+	p := fixture.Tree4()
 	slow := map[int][]float64{}
 	for _, f := range []int{1, 2, 3, 4, 7, 8, 9, 10} {
 		slow[f] = all6(2)
@@ -237,7 +179,7 @@ func TestDegreeMeans(t *testing.T) {
 }
 
 func TestNoiseIsNotCongestion(t *testing.T) {
-	for _, p := range []*ten.Pattern{tree4(), treeAllReduce(16), treeAllReduce(64)} {
+	for _, p := range []*ten.Pattern{fixture.Tree4(), fixture.HeapTreeAllReduce(16), fixture.HeapTreeAllReduce(64)} {
 		deg := ten.NewDegrees(p)
 		for seed := uint64(0); seed < 200; seed++ {
 			rng := rand.New(rand.NewPCG(seed, 7))
@@ -260,7 +202,7 @@ func TestNoiseIsNotCongestion(t *testing.T) {
 }
 
 func TestOneEpochBatch(t *testing.T) {
-	p := tree4()
+	p := fixture.Tree4()
 	r, err := Detect(p, ten.NewDegrees(p), batch(p, 1, map[int][]float64{7: {2}}), msgBytes, DefaultConfig())
 	if err != nil {
 		t.Fatal(err)
@@ -271,7 +213,7 @@ func TestOneEpochBatch(t *testing.T) {
 }
 
 func TestErrors(t *testing.T) {
-	p := tree4()
+	p := fixture.Tree4()
 	deg := ten.NewDegrees(p)
 	good := func() [][]float64 { return batch(p, 6, nil) }
 	tests := []struct {
@@ -339,7 +281,7 @@ func TestClassString(t *testing.T) {
 
 func BenchmarkDetect(b *testing.B) {
 	for _, n := range []int{64, 1024} {
-		p := treeAllReduce(n)
+		p := fixture.HeapTreeAllReduce(n)
 		deg := ten.NewDegrees(p)
 		rng := rand.New(rand.NewPCG(1, 1))
 		fct := batch(p, 6, map[int][]float64{3: all6(2), 10: {1, 3, 1, 1, 3, 1}})

@@ -7,27 +7,15 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/react-torch/react-torch/internal/fixture"
 	"github.com/react-torch/react-torch/pkg/ten"
 )
 
-// Small patterns built by hand, independent of package pattern.
-
-func ringAllReduce(n int) *ten.Pattern {
-	p := &ten.Pattern{Op: ten.AllReduce, Algo: "ring", Ranks: n, Root: -1}
-	for s := 1; s <= 2*(n-1); s++ {
-		k := ten.KindReduce
-		if s >= n {
-			k = ten.KindCopy
-		}
-		for i := 0; i < n; i++ {
-			p.Flows = append(p.Flows, ten.Flow{Chunk: int32(((i-s)%n + n) % n), Step: int32(s), Src: int32(i), Dst: int32((i + 1) % n), Kind: k, Fraction: 1 / float64(n)})
-		}
-	}
-	return p
-}
+// Small patterns built by hand, independent of package pattern (the ring
+// allreduce is fixture.RingAllReduce, which critpath's tests use too).
 
 func ringReduceScatter(n int) *ten.Pattern {
-	p := ringAllReduce(n)
+	p := fixture.RingAllReduce(n)
 	p.Op = ten.ReduceScatter
 	p.Flows = p.Flows[:n*(n-1)]
 	return p
@@ -85,7 +73,7 @@ func tree3() *ten.Pattern {
 func validPatterns() map[string]*ten.Pattern {
 	m := map[string]*ten.Pattern{"tree3": tree3()}
 	for _, n := range []int{2, 3, 4, 5, 8, 13} {
-		m["ring-ar-"+itoa(n)] = ringAllReduce(n)
+		m["ring-ar-"+itoa(n)] = fixture.RingAllReduce(n)
 		m["ring-rs-"+itoa(n)] = ringReduceScatter(n)
 		m["ring-ag-"+itoa(n)] = ringAllGather(n)
 		m["bcast-"+itoa(n)] = chain(ten.Broadcast, n, n/2)
@@ -94,7 +82,7 @@ func validPatterns() map[string]*ten.Pattern {
 	for _, n := range []int{2, 4, 8, 16, 64, 128} {
 		m["rd-ag-"+itoa(n)] = rdAllGather(n)
 	}
-	m["ring-ar-130"] = ringAllReduce(130)
+	m["ring-ar-130"] = fixture.RingAllReduce(130)
 	return m
 }
 
@@ -122,9 +110,9 @@ func TestViolations(t *testing.T) {
 		problem Problem
 		msg     string
 	}{
-		{"dropped reduce", func() *ten.Pattern { p := ringAllReduce(4); p.Flows = p.Flows[1:]; return p }, Missing, "missing"},
+		{"dropped reduce", func() *ten.Pattern { p := fixture.RingAllReduce(4); p.Flows = p.Flows[1:]; return p }, Missing, "missing"},
 		{"duplicated reduce", func() *ten.Pattern {
-			p := ringAllReduce(4)
+			p := fixture.RingAllReduce(4)
 			p.Flows = append(p.Flows, p.Flows[0])
 			return p
 		}, Twice, "counted twice"},
@@ -159,7 +147,7 @@ func TestViolations(t *testing.T) {
 			return p
 		}, Share, "holds 2 of 4 blocks"},
 		{"chunk shares", func() *ten.Pattern {
-			p := ringAllReduce(3)
+			p := fixture.RingAllReduce(3)
 			for i := range p.Flows {
 				p.Flows[i].Fraction = .5
 			}
@@ -172,7 +160,7 @@ func TestViolations(t *testing.T) {
 		}, BadKind, "only moves data"},
 		{"reducescatter owner twice", func() *ten.Pattern {
 			// ring allreduce's first copy step hands chunk i to i+1 complete
-			p := ringAllReduce(3)
+			p := fixture.RingAllReduce(3)
 			p.Op = ten.ReduceScatter
 			p.Flows = p.Flows[:3*3]
 			return p
@@ -209,7 +197,7 @@ func TestViolations(t *testing.T) {
 }
 
 func TestMalformedIsStructuralError(t *testing.T) {
-	p := ringAllReduce(3)
+	p := fixture.RingAllReduce(3)
 	p.Flows[0].Dst = 7
 	var e *ten.Error
 	if err := Check(p); !errors.As(err, &e) {
@@ -289,7 +277,7 @@ func BenchmarkCheck(b *testing.B) {
 		name string
 		p    *ten.Pattern
 	}{
-		{"ring-allreduce-1024", ringAllReduce(1024)},
+		{"ring-allreduce-1024", fixture.RingAllReduce(1024)},
 		{"rd-allgather-1024", rdAllGather(1024)},
 	} {
 		b.Run(bc.name, func(b *testing.B) {

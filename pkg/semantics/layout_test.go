@@ -3,6 +3,8 @@ package semantics
 import (
 	"fmt"
 	"testing"
+
+	"github.com/react-torch/react-torch/internal/fixture"
 )
 
 func TestLayout(t *testing.T) {
@@ -53,7 +55,7 @@ func TestLayout(t *testing.T) {
 	if _, err := NewLayout(bad); err == nil {
 		t.Error("layout of a pattern that fails the check")
 	}
-	if ly, _ := NewLayout(ringAllReduce(3)); ly.Owner[0] != -1 || len(ly.Blocks) != 0 {
+	if ly, _ := NewLayout(fixture.RingAllReduce(3)); ly.Owner[0] != -1 || len(ly.Blocks) != 0 {
 		t.Error("allreduce has a layout")
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/react-torch/react-torch/internal/fixture"
 	"github.com/react-torch/react-torch/pkg/critpath"
 	"github.com/react-torch/react-torch/pkg/detect"
 	"github.com/react-torch/react-torch/pkg/pattern"
@@ -12,15 +13,12 @@ import (
 	"github.com/react-torch/react-torch/pkg/transform"
 )
 
-// synthFCT is a flow's time: alpha plus its bytes at its degree's share,
-// times slow(f) where the congestion lies on the flow's endpoints.
-func synthFCT(p *ten.Pattern, slow func(ten.Flow) float64, bytes float64, e int) []float64 {
-	deg := ten.NewDegrees(p)
-	fct := make([]float64, len(p.Flows))
-	for i, f := range p.Flows {
-		fct[i] = (4e-6 + float64(deg.Flow(&f))*f.Fraction*bytes*8/100e9) * slow(f) * (1 + 0.001*float64((i+e)%3))
-	}
-	return fct
+// synthFCT is fixture.FCTs under slow, with a small deterministic jitter
+// that varies with the epoch e.
+func synthFCT(p *ten.Pattern, slow fixture.Factor, bytes float64, e int) []float64 {
+	return fixture.FCTs(p, bytes, func(i int, f ten.Flow) float64 {
+		return slow(i, f) * (1 + 0.001*float64((i+e)%3))
+	})
 }
 
 // helpingKinds feeds one batch of synthetic FCTs and reports which transform
@@ -31,7 +29,7 @@ func synthFCT(p *ten.Pattern, slow func(ten.Flow) float64, bytes float64, e int)
 // where it is wrong (it cannot tell a rank's own link from one path when a
 // rank has one peer, as in a ring) the revert check of §5.4.2 undoes the
 // change after one batch.
-func helpingKinds(t *testing.T, p *ten.Pattern, slow func(f ten.Flow) float64) map[transform.Kind]bool {
+func helpingKinds(t *testing.T, p *ten.Pattern, slow fixture.Factor) map[transform.Kind]bool {
 	t.Helper()
 	const bytes = 20e6
 	tu, err := New(DefaultConfig(), p, bytes)
@@ -102,38 +100,22 @@ func helpingKinds(t *testing.T, p *ten.Pattern, slow func(f ten.Flow) float64) m
 // is slow, other paths of the same ranks are not) and on one rank's own
 // link ("server-ToR": every flow into the rank is slow).
 func TestTable1(t *testing.T) {
-	pair := func(a, b int32) func(ten.Flow) float64 {
-		return func(f ten.Flow) float64 {
-			if f.Src == a && f.Dst == b {
-				return 3
-			}
-			return 1
-		}
-	}
-	into := func(r int32) func(ten.Flow) float64 {
-		return func(f ten.Flow) float64 {
-			if f.Dst == r {
-				return 3
-			}
-			return 1
-		}
-	}
 	G, C, P := transform.Global, transform.ChunkLocal, transform.Position
 	tests := []struct {
 		name string
 		p    *ten.Pattern
-		slow func(ten.Flow) float64
+		slow fixture.Factor
 		want []transform.Kind
 	}{
-		{"ring, spine", pattern.RingAllReduce(6), pair(0, 1), []transform.Kind{G}},
-		{"ring, server-ToR", pattern.RingAllReduce(6), into(1), nil},
-		{"recursive doubling, spine", pattern.RecursiveDoublingAllGather(8), pair(0, 1), []transform.Kind{G, P}},
-		{"tree, spine", pattern.TreeAllReduce(16), pair(1, 3), []transform.Kind{G, C, P}},
+		{"ring, spine", pattern.RingAllReduce(6), fixture.Pair(0, 1, 3), []transform.Kind{G}},
+		{"ring, server-ToR", pattern.RingAllReduce(6), fixture.Into(1, 3), nil},
+		{"recursive doubling, spine", pattern.RecursiveDoublingAllGather(8), fixture.Pair(0, 1, 3), []transform.Kind{G, P}},
+		{"tree, spine", pattern.TreeAllReduce(16), fixture.Pair(1, 3, 3), []transform.Kind{G, C, P}},
 		// The paper marks ① as no help here because "the overall degree of
 		// node 3 remains the same". That holds between ranks of equal total
 		// degree only: NCCL's roots have one child, so a global swap that
 		// makes 3 the root of tree 0 cuts its in-flows from 4 to 2 and helps.
-		{"tree, server-ToR", pattern.TreeAllReduce(16), into(3), []transform.Kind{G, C, P}},
+		{"tree, server-ToR", pattern.TreeAllReduce(16), fixture.Into(3, 3), []transform.Kind{G, C, P}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -6,30 +6,21 @@ import (
 	"reflect"
 	"testing"
 
+	"github.com/react-torch/react-torch/internal/fixture"
 	"github.com/react-torch/react-torch/pkg/pattern"
 	"github.com/react-torch/react-torch/pkg/semantics"
 	"github.com/react-torch/react-torch/pkg/ten"
 	"github.com/react-torch/react-torch/pkg/tuner"
 )
 
-// synth gives every flow alpha plus its bytes at a fair share of its
-// degree, times a per-flow factor: a step-synchronous stand-in for a
-// network, enough to drive the loop without the simulator.
-func synth(p *ten.Pattern, factor func(f int, fl ten.Flow) float64) []float64 {
-	deg := ten.NewDegrees(p)
-	out := make([]float64, len(p.Flows))
-	for i, f := range p.Flows {
-		out[i] = (4*us + float64(deg.Flow(&f))*f.Fraction*msg*8/(100*gbps)) * factor(i, f)
-	}
-	return out
-}
-
+// drive runs epochs epochs of tu on fixture FCTs scaled by factor (which
+// sees the epoch), and returns the decisions.
 func drive(t *testing.T, tu *tuner.Tuner, epochs int, factor func(epoch, f int, fl ten.Flow) float64) []*tuner.Decision {
 	t.Helper()
 	var ds []*tuner.Decision
 	for e := 0; e < epochs; e++ {
 		p, _ := tu.Pattern(e)
-		d, err := tu.Observe(e, synth(p, func(i int, f ten.Flow) float64 { return factor(e, i, f) }), 0)
+		d, err := tu.Observe(e, fixture.FCTs(p, msg, func(i int, f ten.Flow) float64 { return factor(e, i, f) }), 0)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -181,7 +172,7 @@ func BenchmarkDecision(b *testing.B) {
 			cfg := tuner.DefaultConfig()
 			batch := make([][]float64, cfg.B)
 			for e := range batch {
-				batch[e] = synth(p, func(i int, f ten.Flow) float64 {
+				batch[e] = fixture.FCTs(p, msg, func(i int, f ten.Flow) float64 {
 					if f.Dst == 3 {
 						return 3
 					}
