@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strings"
 
 	"github.com/react-torch/react-torch/pkg/detect"
+	"github.com/react-torch/react-torch/pkg/links"
 	"github.com/react-torch/react-torch/pkg/semantics"
 	"github.com/react-torch/react-torch/pkg/tuner"
 	"github.com/react-torch/react-torch/pkg/wire"
@@ -24,6 +26,9 @@ func runReplay(e *env, args []string) int {
 	format := fs.String("format", "text", "output: text or json")
 	d := tuner.DefaultConfig()
 	cfg := d
+	fs.StringVar(&cfg.Model, "model", d.Model, "the loop: react (the link model judges) or paper (Algorithm 1)")
+	fs.Float64Var(&cfg.MinGain, "min-gain", d.MinGain, "react: minimum predicted speed-up of a change")
+	fs.Float64Var(&cfg.Confidence, "confidence", d.Confidence, "react: one-sided level at which a change's gain must be significant")
 	fs.IntVar(&cfg.B, "B", d.B, "batch size, epochs per decision")
 	fs.Float64Var(&cfg.Delta1, "delta1", d.Delta1, "steady-congestion threshold")
 	fs.Float64Var(&cfg.Delta2, "delta2", d.Delta2, "erratic-congestion threshold")
@@ -138,6 +143,23 @@ func runReplay(e *env, args []string) int {
 
 func micros(s float64) string { return fmt.Sprintf("%.3f µs", s*1e6) }
 
+// counts lists the significant competing counts of a fit, e.g. " up[3]=2.0".
+func counts(m *links.Fit) string {
+	var b strings.Builder
+	for r := range m.Net.Up {
+		if links.Significant(m.Net.Up[r], m.UpSE[r]) {
+			fmt.Fprintf(&b, " up[%d]=%.2f", r, m.Net.Up[r])
+		}
+		if links.Significant(m.Net.Down[r], m.DownSE[r]) {
+			fmt.Fprintf(&b, " down[%d]=%.2f", r, m.Net.Down[r])
+		}
+	}
+	if b.Len() == 0 {
+		return " none"
+	}
+	return b.String()
+}
+
 func writeDecisionText(w io.Writer, d *tuner.Decision) error {
 	fmt.Fprintf(w, "batch %d  epoch %d  version %d  observed %s\n", d.Batch, d.Epoch, d.Version, micros(d.Observed))
 	switch {
@@ -155,7 +177,15 @@ func writeDecisionText(w io.Writer, d *tuner.Decision) error {
 			erratic++
 		}
 	}
-	fmt.Fprintf(w, "  congested flows: %d steady, %d erratic\n", steady, erratic)
+	if m := d.Model; m != nil {
+		fmt.Fprintf(w, "  link model: line rate %.4g B/s, latency %s, noise %.3f, rms %.3f; competing flows%s; slow pairs %d\n",
+			m.Net.C, micros(m.Net.Alpha), m.Noise, m.RMS, counts(m), len(m.Pairs))
+		if d.Evaluated > 0 {
+			fmt.Fprintf(w, "  candidates judged: %d, predicted now %s\n", d.Evaluated, micros(d.Predicted))
+		}
+	} else {
+		fmt.Fprintf(w, "  congested flows: %d steady, %d erratic\n", steady, erratic)
+	}
 	for _, t := range d.Trials {
 		acc := "rejected"
 		if t.Accepted {

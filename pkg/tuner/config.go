@@ -48,6 +48,16 @@ type Config struct {
 	Lag int
 	// Seed drives the random choice among equally ranked transforms.
 	Seed uint64
+
+	// MinGain (Model "react"): a change is proposed only when the link
+	// model predicts at least this speed-up (beside what the batch's spread
+	// and earlier misses demand). It plays Epsilon's part; Delta1, Delta2,
+	// Kt, KtGrowth, Epsilon, EMax and TauR are the paper loop's alone.
+	MinGain float64
+	// Confidence (Model "react"): a change is kept when its gain is
+	// significant at this one-sided level (Welch's t-test on the collective
+	// times before and after it).
+	Confidence float64
 }
 
 // The values of Config.Model.
@@ -58,7 +68,7 @@ const (
 
 // DefaultConfig returns the paper's parameters (§5.4, §6.3, Table 3).
 func DefaultConfig() Config {
-	return Config{Model: ModelPaper, B: 6, Delta1: 0.2, Delta2: 0.15, Kt: 15, KtGrowth: 5, Epsilon: 0.05, H: 60, EMax: 5, AMax: 4, TauR: 0.05, Lag: 5, Seed: 1}
+	return Config{Model: ModelReact, B: 6, Delta1: 0.2, Delta2: 0.15, Kt: 15, KtGrowth: 5, Epsilon: 0.05, H: 60, EMax: 5, AMax: 4, TauR: 0.05, Lag: 5, Seed: 1, MinGain: 0.01, Confidence: 0.95}
 }
 
 // Validate names the first field out of range.
@@ -86,6 +96,10 @@ func (c Config) Validate() error {
 		return fmt.Errorf("tuner config: AMax = %d, want >= 1", c.AMax)
 	case !(c.TauR >= 0):
 		return fmt.Errorf("tuner config: TauR = %v, want >= 0", c.TauR)
+	case !(c.MinGain >= 0):
+		return fmt.Errorf("tuner config: MinGain = %v, want >= 0", c.MinGain)
+	case !(c.Confidence > 0.5 && c.Confidence < 1):
+		return fmt.Errorf("tuner config: Confidence = %v, want in (0.5, 1)", c.Confidence)
 	case c.Lag < 1:
 		return fmt.Errorf("tuner config: Lag = %d, want >= 1", c.Lag)
 	}

@@ -163,7 +163,7 @@ func (l *loop) Done(r netsim.EpochResult) {
 // and what it keeps must be faster when run.
 func TestPaperExampleLoop(t *testing.T) {
 	tree := pattern.TreeAllReduce(16)
-	tu, err := tuner.New(tuner.DefaultConfig(), tree, msg)
+	tu, err := tuner.New(paperConfig(), tree, msg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -32,7 +32,9 @@ func synthFCT(p *ten.Pattern, slow fixture.Factor, bytes float64, e int) []float
 func helpingKinds(t *testing.T, p *ten.Pattern, slow fixture.Factor) map[transform.Kind]bool {
 	t.Helper()
 	const bytes = 20e6
-	tu, err := New(DefaultConfig(), p, bytes)
+	cfg := DefaultConfig()
+	cfg.Model = ModelPaper
+	tu, err := New(cfg, p, bytes)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 
 	"github.com/react-torch/react-torch/pkg/critpath"
 	"github.com/react-torch/react-torch/pkg/detect"
+	"github.com/react-torch/react-torch/pkg/links"
 	"github.com/react-torch/react-torch/pkg/model"
 	"github.com/react-torch/react-torch/pkg/semantics"
 	"github.com/react-torch/react-torch/pkg/ten"
@@ -56,6 +57,15 @@ type Decision struct {
 	NewVersion int
 	Effective  int
 	Note       string // why nothing was explored, when nothing was
+
+	// Model "react" only. ObservedGain is the old pattern's mean time over
+	// the new one's, for a change under evaluation; Predicted the link
+	// model's time for the pattern in force; Evaluated how many candidate
+	// patterns the search judged; Model the fit the decision rests on.
+	ObservedGain float64
+	Predicted    float64
+	Evaluated    int
+	Model        *links.Fit
 }
 
 // FlowClass is a flow the detection classified.
@@ -94,6 +104,15 @@ type Tuner struct {
 	steps    []string       // fingerprints of the change's patterns, one per accepted swap
 	resolved map[int32]bool // steady ranks moved off the critical path by a kept change
 
+	// Model "react": the link model, the change under evaluation, what the
+	// model said when a search last found nothing, and the back-off state.
+	links   *links.Model
+	eval    *evaluation
+	quiet   *snapshot
+	margin  float64
+	reverts int
+	backoff int
+
 	noGain   int // exploring batches in a row without a kept improvement
 	idle     int // epochs since the last exploration, while stopped
 	ktBonus  int
@@ -112,11 +131,19 @@ func New(cfg Config, initial *ten.Pattern, messageBytes float64) (*Tuner, error)
 	if err := semantics.Check(initial); err != nil {
 		return nil, fmt.Errorf("tuner: initial pattern: %w", err)
 	}
-	return &Tuner{
+	t := &Tuner{
 		cfg: cfg, bytes: messageBytes, rng: rand.New(rand.NewPCG(cfg.Seed, 0x7e4c7)),
 		cur: initial.Clone(), deg: ten.NewDegrees(initial), hist: model.NewHistory(cfg.H),
 		last: -1, resolved: map[int32]bool{}, rejected: map[string]bool{},
-	}, nil
+	}
+	if cfg.Model == ModelReact {
+		m, err := links.NewModel(initial.Ranks, cfg.H, cfg.B)
+		if err != nil {
+			return nil, fmt.Errorf("tuner: %w", err)
+		}
+		t.links = m
+	}
+	return t, nil
 }
 
 // Pattern returns the pattern and version that epoch runs. Epochs must be
@@ -149,22 +176,36 @@ func (t *Tuner) Observe(epoch int, fct []float64, elapsed float64) (*Decision, e
 			return nil, fmt.Errorf("tuner: epoch %d flow %d: FCT %v, want a positive finite time", epoch, i, v)
 		}
 	}
-	if err := t.hist.Observe(epoch, t.cur, t.deg, fct, t.bytes); err != nil {
+	if t.links != nil {
+		if err := t.links.Observe(0, epoch, t.cur, t.bytes, fct); err != nil {
+			return nil, fmt.Errorf("tuner: %w", err)
+		}
+	} else if err := t.hist.Observe(epoch, t.cur, t.deg, fct, t.bytes); err != nil {
 		return nil, err
 	}
 	t.last = epoch
-	if t.next != nil {
-		return nil, nil // still on the old pattern, waiting for the switch
-	}
 	if !(elapsed > 0) {
 		elapsed, _ = critpath.New(t.cur).Critical(fct)
+	}
+	if t.next != nil {
+		// still on the old pattern, waiting for the switch: these epochs
+		// also tell what the old pattern takes
+		if t.eval != nil && t.cur == t.eval.prev {
+			t.eval.before = append(t.eval.before, elapsed)
+		}
+		return nil, nil
 	}
 	t.batch = append(t.batch, slices.Clone(fct))
 	t.elapsed = append(t.elapsed, elapsed)
 	if len(t.batch) < t.cfg.B {
 		return nil, nil
 	}
-	d := t.decide(epoch)
+	var d *Decision
+	if t.links != nil {
+		d = t.decideReact(epoch)
+	} else {
+		d = t.decide(epoch)
+	}
 	t.batch, t.elapsed = t.batch[:0], t.elapsed[:0]
 	t.batchNo++
 	return d, nil

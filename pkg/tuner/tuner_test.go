@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/react-torch/react-torch/internal/fixture"
+	"github.com/react-torch/react-torch/pkg/critpath"
+	"github.com/react-torch/react-torch/pkg/links"
 	"github.com/react-torch/react-torch/pkg/pattern"
 	"github.com/react-torch/react-torch/pkg/semantics"
 	"github.com/react-torch/react-torch/pkg/ten"
@@ -31,10 +33,26 @@ func drive(t *testing.T, tu *tuner.Tuner, epochs int, factor func(epoch, f int, 
 	return ds
 }
 
-func TestNoCongestionNoChange(t *testing.T) {
-	for _, p := range []*ten.Pattern{pattern.TreeAllReduce(8), pattern.TreeAllReduce(13), pattern.RingAllReduce(6), pattern.RecursiveDoublingAllGather(8), pattern.HalvingDoublingAllReduce(6)} {
+// paperConfig is DefaultConfig with the paper's loop.
+func paperConfig() tuner.Config {
+	c := tuner.DefaultConfig()
+	c.Model = tuner.ModelPaper
+	return c
+}
+
+// models lists a config of each loop, for the tests both must pass.
+func models() map[string]tuner.Config {
+	return map[string]tuner.Config{tuner.ModelReact: tuner.DefaultConfig(), tuner.ModelPaper: paperConfig()}
+}
+
+var quietPatterns = []*ten.Pattern{pattern.TreeAllReduce(8), pattern.TreeAllReduce(13), pattern.RingAllReduce(6), pattern.RecursiveDoublingAllGather(8), pattern.HalvingDoublingAllReduce(6)}
+
+// The paper's loop on the fixture's FCTs (its own degree model) under 5%
+// noise: nothing detected, nothing changed.
+func TestNoCongestionNoChangePaper(t *testing.T) {
+	for _, p := range quietPatterns {
 		for seed := uint64(1); seed <= 20; seed++ {
-			cfg := tuner.DefaultConfig()
+			cfg := paperConfig()
 			cfg.Seed = seed
 			tu, err := tuner.New(cfg, p, msg)
 			if err != nil {
@@ -46,6 +64,70 @@ func TestNoCongestionNoChange(t *testing.T) {
 					t.Fatalf("%s %d ranks seed %d: batch %d changed the pattern or saw congestion (%d flows) under 5%% noise",
 						p.Algo, p.Ranks, seed, d.Batch, len(d.Congested))
 				}
+			}
+		}
+	}
+}
+
+// The link model's loop on a network without congestion (FCTs of a fair
+// replay, every flow under lognormal noise of 5% and 20%): it must never
+// change the pattern.
+func TestNoCongestionNoChangeReact(t *testing.T) {
+	for _, p := range quietPatterns {
+		for _, sigma := range []float64{0.05, 0.2} {
+			for seed := uint64(1); seed <= 10; seed++ {
+				cfg := tuner.DefaultConfig()
+				cfg.Seed = seed
+				tu, err := tuner.New(cfg, p, msg)
+				if err != nil {
+					t.Fatal(err)
+				}
+				net := quietNet(p.Ranks)
+				noise := fixture.Noise(sigma, seed)
+				ds, _ := driveNet(t, tu, 120, func(int) *links.Net { return net }, noise)
+				for _, d := range ds {
+					if d.Pattern != nil {
+						t.Fatalf("%s %d ranks sigma %v seed %d: batch %d changed the pattern (%s)", p.Algo, p.Ranks, sigma, seed, d.Batch, d.Note)
+					}
+				}
+			}
+		}
+	}
+}
+
+// Where the FCTs follow a law the link model cannot express (the fixture's
+// degree model: a flow of degree 2 takes twice as long however its
+// neighbours are timed), the model misreads them; the cost must stay
+// bounded: at most two reverted tries in 120 epochs, and the collective
+// time at the end no worse than the static pattern's.
+func TestModelMisfitCostIsBounded(t *testing.T) {
+	for _, p := range quietPatterns {
+		for seed := uint64(1); seed <= 10; seed++ {
+			cfg := tuner.DefaultConfig()
+			cfg.Seed = seed
+			tu, err := tuner.New(cfg, p, msg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rng := rand.New(rand.NewPCG(seed, 99))
+			var times []float64
+			tries := 0
+			for e := 0; e < 120; e++ {
+				cur, _ := tu.Pattern(e)
+				fct := fixture.FCTs(cur, msg, func(int, ten.Flow) float64 { return 1 + 0.05*rng.Float64() })
+				mk, _ := critpath.New(cur).Critical(fct)
+				times = append(times, mk)
+				d, err := tu.Observe(e, fct, mk)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if d != nil && d.Reverted {
+					tries++
+				}
+			}
+			static, last := meanOf(times[:5]), meanOf(times[90:])
+			if tries > 2 || last > 1.01*static {
+				t.Errorf("%s %d ranks seed %d: %d reverted tries, last 30 epochs %.4g against static %.4g", p.Algo, p.Ranks, seed, tries, last, static)
 			}
 		}
 	}
@@ -72,6 +154,9 @@ func TestRandomNeverUnsafeAndDeterministic(t *testing.T) {
 		seed := rng.Uint64()
 		run := func() []*tuner.Decision {
 			cfg := tuner.DefaultConfig()
+			if iter%2 == 1 {
+				cfg = paperConfig()
+			}
 			cfg.Seed = seed
 			tu, err := tuner.New(cfg, p, msg)
 			if err != nil {
@@ -107,9 +192,10 @@ func TestRandomNeverUnsafeAndDeterministic(t *testing.T) {
 	}
 }
 
+// The paper's loop; TestReactRevertsAndBacksOff is the link model's.
 func TestRevertWhenObservedIsNoBetter(t *testing.T) {
 	p := pattern.TreeAllReduce(8)
-	tu, err := tuner.New(tuner.DefaultConfig(), p, msg)
+	tu, err := tuner.New(paperConfig(), p, msg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -166,10 +252,19 @@ func TestConfigAndInputErrors(t *testing.T) {
 }
 
 func BenchmarkDecision(b *testing.B) {
-	for _, n := range []int{8, 64, 1024} {
+	for _, m := range []string{tuner.ModelReact, tuner.ModelPaper} {
+		for _, n := range []int{8, 64, 1024} {
+			benchDecision(b, m, n)
+		}
+	}
+}
+
+func benchDecision(b *testing.B, model string, n int) {
+	{
 		p := pattern.TreeAllReduce(n)
-		b.Run(fmt.Sprintf("tree-%d", n), func(b *testing.B) {
+		b.Run(fmt.Sprintf("%s/tree-%d", model, n), func(b *testing.B) {
 			cfg := tuner.DefaultConfig()
+			cfg.Model = model
 			batch := make([][]float64, cfg.B)
 			for e := range batch {
 				batch[e] = fixture.FCTs(p, msg, func(i int, f ten.Flow) float64 {
@@ -206,7 +301,7 @@ func TestRevertTriesNewTransforms(t *testing.T) {
 		{pattern.RecursiveDoublingAllGather(8), 2},
 	} {
 		for seed := uint64(1); seed <= 5; seed++ {
-			cfg := tuner.DefaultConfig()
+			cfg := paperConfig()
 			cfg.Seed = seed
 			tu, err := tuner.New(cfg, tc.p, msg)
 			if err != nil {

@@ -26,21 +26,24 @@ _FIELDS = {
     "segment_bytes": ("REACT_SEGMENT_BYTES", int, 0, "a message is sent in segments of about this size, so reducing one overlaps receiving the next (0: whole)"),
     "min_calls": ("REACT_MIN_CALLS", int, 3, "a key is tuned only from its this-many-th call on"),
     "test_slow_rank": ("REACT_TEST_SLOW_RANK", int, -1, "test hook: the leader multiplies the FCTs of flows into this rank by 4 before the tuner sees them"),
+    "Model": ("REACT_MODEL", str, "react", "the tuner's loop: react (a link model learned from the FCTs judges whole patterns) or paper (the paper's Algorithm 1)"),
+    "MinGain": ("REACT_MIN_GAIN", float, 0.01, "react: minimum predicted speed-up of a change"),
+    "Confidence": ("REACT_CONFIDENCE", float, 0.95, "react: one-sided level at which a change's observed gain must be significant to keep it"),
     "B": ("REACT_B", int, 6, "epochs per batch"),
-    "Delta1": ("REACT_DELTA1", float, 0.2, "steady congestion threshold"),
-    "Delta2": ("REACT_DELTA2", float, 0.15, "erratic congestion threshold"),
-    "Kt": ("REACT_KT", int, 15, "transforms tried per batch"),
-    "KtGrowth": ("REACT_KT_GROWTH", int, 5, "added to Kt after a fruitless batch"),
-    "Epsilon": ("REACT_EPSILON", float, 0.05, "minimum estimated gain of a transform"),
+    "Delta1": ("REACT_DELTA1", float, 0.2, "paper: steady congestion threshold"),
+    "Delta2": ("REACT_DELTA2", float, 0.15, "paper: erratic congestion threshold"),
+    "Kt": ("REACT_KT", int, 15, "paper: transforms tried per batch"),
+    "KtGrowth": ("REACT_KT_GROWTH", int, 5, "paper: added to Kt after a fruitless batch"),
+    "Epsilon": ("REACT_EPSILON", float, 0.05, "paper: minimum estimated gain of a transform"),
     "H": ("REACT_H", int, 60, "epochs of FCT history kept"),
-    "EMax": ("REACT_EMAX", int, 5, "fruitless batches before exploration stops"),
-    "AMax": ("REACT_AMAX", int, 4, "transforms accepted per batch"),
-    "TauR": ("REACT_TAUR", float, 0.05, "observed gain needed to keep a change"),
+    "EMax": ("REACT_EMAX", int, 5, "paper: fruitless batches before exploration stops"),
+    "AMax": ("REACT_AMAX", int, 4, "swaps in one change"),
+    "TauR": ("REACT_TAUR", float, 0.05, "paper: observed gain needed to keep a change"),
     "Lag": ("REACT_LAG", int, 5, "epochs between a decision and the switch"),
     "Seed": ("REACT_SEED", int, 1, "tuner's random seed"),
 }
 
-_TUNER_KEYS = ("B", "Delta1", "Delta2", "Kt", "KtGrowth", "Epsilon", "H", "EMax", "AMax", "TauR", "Lag", "Seed")
+_TUNER_KEYS = ("Model", "MinGain", "Confidence", "B", "Delta1", "Delta2", "Kt", "KtGrowth", "Epsilon", "H", "EMax", "AMax", "TauR", "Lag", "Seed")
 
 
 @dataclasses.dataclass
@@ -59,6 +62,9 @@ class Config:
     segment_bytes: int = 0
     min_calls: int = 3
     test_slow_rank: int = -1
+    Model: str = "react"
+    MinGain: float = 0.01
+    Confidence: float = 0.95
     B: int = 6
     Delta1: float = 0.2
     Delta2: float = 0.15

@@ -1,0 +1,242 @@
+package links
+
+import (
+	"math"
+
+	"github.com/react-torch/react-torch/pkg/critpath"
+	"github.com/react-torch/react-torch/pkg/ten"
+)
+
+// Net is what the model believes of the links the ranks send and receive
+// on: every rank has an uplink and a downlink of line rate C bytes/s, each
+// shared with Up[r] (Down[r]) competing flows of other tenants, which take
+// their max-min fair share like the pattern's own flows; every flow pays
+// Alpha seconds of latency after its last byte. Counts are real numbers: a
+// link that is merely slower than the line rate has a fractional count.
+type Net struct {
+	C, Alpha float64
+	Up, Down []float64
+}
+
+// Replayer runs a pattern's dependency DAG through a Net with fair
+// sharing: a flow starts when its inputs have arrived (critpath's rule),
+// shares its source's uplink and its destination's downlink max-min fairly
+// with the other flows active on them, and completes Alpha after its last
+// byte. It is the model's whole-pattern judge: a candidate's time is its
+// replay's makespan. Scratch space is reused across calls; a Replayer is
+// not safe for concurrent use.
+type Replayer struct {
+	left   []int32   // preds not yet complete, by flow
+	succ   []int32   // successors, CSR by flow
+	sstart []int32   // CSR offsets into succ
+	rem    []float64 // bytes left, by flow
+	rate   []float64
+	start  []float64
+	active []int32
+	done   []int32 // transfer ended, completion pending (FIFO: Alpha is constant)
+	doneAt []float64
+
+	// per link: capacity left, unfrozen pattern flows, its active flows
+	// lflows[lstart[l]:lend[l]]
+	lcap   []float64
+	lcnt   []int32
+	lstart []int32
+	lend   []int32
+	lflows []int32
+	touch  []int32
+	cursor []int32
+}
+
+func grow[T any](b []T, n int) []T {
+	if cap(b) < n {
+		return make([]T, n)
+	}
+	return b[:n]
+}
+
+// Replay fills fct (one entry per flow, seconds) with every flow's
+// completion time under net, for a message of bytes bytes whose flow f
+// carries Fraction*bytes*scale[f] bytes (scale nil: 1), and returns the
+// makespan. dag must be critpath.New(p).
+func (r *Replayer) Replay(p *ten.Pattern, dag *critpath.DAG, bytes float64, net *Net, scale, fct []float64) float64 {
+	nf := len(p.Flows)
+	n := p.Ranks
+	r.left = grow(r.left, nf)
+	r.sstart = grow(r.sstart, nf+1)
+	r.rem = grow(r.rem, nf)
+	r.rate = grow(r.rate, nf)
+	r.start = grow(r.start, nf)
+	clear(r.sstart)
+	edges := 0
+	for f := 0; f < nf; f++ {
+		ps := dag.Preds(f)
+		r.left[f] = int32(len(ps))
+		for _, g := range ps {
+			r.sstart[g+1]++
+		}
+		edges += len(ps)
+	}
+	for f := 0; f < nf; f++ {
+		r.sstart[f+1] += r.sstart[f]
+	}
+	r.succ = grow(r.succ, edges)
+	r.cursor = append(r.cursor[:0], r.sstart[:nf]...)
+	for f := 0; f < nf; f++ {
+		for _, g := range dag.Preds(f) {
+			r.succ[r.cursor[g]] = int32(f)
+			r.cursor[g]++
+		}
+	}
+	r.lcap = grow(r.lcap, 2*n)
+	r.lcnt = grow(r.lcnt, 2*n)
+	clear(r.lcnt)
+	r.lstart = grow(r.lstart, 2*n)
+	r.lend = grow(r.lend, 2*n)
+	r.active = r.active[:0]
+	r.done, r.doneAt = r.done[:0], r.doneAt[:0]
+	for f := 0; f < nf; f++ {
+		b := p.Flows[f].Fraction * bytes
+		if scale != nil {
+			b *= scale[f]
+		}
+		r.rem[f] = b
+		if r.left[f] == 0 {
+			r.start[f] = 0
+			r.active = append(r.active, int32(f))
+		}
+	}
+	now, mk := 0.0, 0.0
+	head := 0
+	dirty := true
+	for len(r.active) > 0 || head < len(r.done) {
+		if dirty {
+			r.share(p, net)
+			dirty = false
+		}
+		tEnd := math.Inf(1)
+		for _, f := range r.active {
+			if r.rate[f] > 0 {
+				tEnd = min(tEnd, now+r.rem[f]/r.rate[f])
+			} else if r.rem[f] <= 0 {
+				tEnd = now
+			}
+		}
+		tDone := math.Inf(1)
+		if head < len(r.done) {
+			tDone = r.doneAt[head]
+		}
+		t := min(tEnd, tDone)
+		if math.IsInf(t, 1) { // no progress possible: a link of no capacity
+			for f := range fct {
+				fct[f] = math.Inf(1)
+			}
+			return math.Inf(1)
+		}
+		dt := t - now
+		tol := 1e-12 * max(t, 1e-9)
+		for _, f := range r.active {
+			r.rem[f] -= r.rate[f] * dt
+		}
+		now = t
+		// transfers that ended
+		k := 0
+		for _, f := range r.active {
+			if r.rem[f] <= r.rate[f]*tol+1e-9 {
+				r.done = append(r.done, f)
+				r.doneAt = append(r.doneAt, now+net.Alpha)
+				dirty = true
+				continue
+			}
+			r.active[k] = f
+			k++
+		}
+		r.active = r.active[:k]
+		// completions: inputs arrive, successors start
+		for head < len(r.done) && r.doneAt[head] <= now+tol {
+			f := r.done[head]
+			end := r.doneAt[head]
+			head++
+			fct[f] = end - r.start[f]
+			mk = max(mk, end)
+			for _, s := range r.succ[r.sstart[f]:r.sstart[f+1]] {
+				if r.left[s]--; r.left[s] == 0 {
+					r.start[s] = end
+					r.active = append(r.active, s)
+					dirty = true
+				}
+			}
+		}
+	}
+	return mk
+}
+
+// share sets the max-min fair rate of every active flow by progressive
+// filling: the link with the smallest fair share (capacity left over
+// unfrozen pattern flows plus its competing flows) fixes the rate of its
+// unfrozen flows, which then use up capacity on their other link.
+func (r *Replayer) share(p *ten.Pattern, net *Net) {
+	n := int32(p.Ranks)
+	r.touch = r.touch[:0]
+	for _, f := range r.active {
+		fl := &p.Flows[f]
+		for _, l := range [2]int32{fl.Src, n + fl.Dst} {
+			if r.lcnt[l] == 0 {
+				r.touch = append(r.touch, l)
+			}
+			r.lcnt[l]++
+		}
+	}
+	off := int32(0)
+	for _, l := range r.touch {
+		r.lcap[l] = net.C
+		r.lstart[l], r.lend[l] = off, off
+		off += r.lcnt[l]
+	}
+	r.lflows = grow(r.lflows, int(off))
+	for _, f := range r.active {
+		fl := &p.Flows[f]
+		for _, l := range [2]int32{fl.Src, n + fl.Dst} {
+			r.lflows[r.lend[l]] = f
+			r.lend[l]++
+		}
+		r.rate[f] = -1
+	}
+	competing := func(l int32) float64 {
+		if l < n {
+			return net.Up[l]
+		}
+		return net.Down[l-n]
+	}
+	left := len(r.touch)
+	for left > 0 {
+		best, bl := math.Inf(1), int32(-1)
+		for _, l := range r.touch {
+			if r.lcnt[l] <= 0 {
+				continue
+			}
+			s := max(r.lcap[l], 0) / (float64(r.lcnt[l]) + competing(l))
+			if s < best {
+				best, bl = s, l
+			}
+		}
+		if bl < 0 {
+			break
+		}
+		for _, f := range r.lflows[r.lstart[bl]:r.lend[bl]] {
+			if r.rate[f] >= 0 {
+				continue
+			}
+			r.rate[f] = best
+			fl := &p.Flows[f]
+			for _, l := range [2]int32{fl.Src, n + fl.Dst} {
+				r.lcap[l] -= best
+				r.lcnt[l]--
+			}
+		}
+		r.lcnt[bl] = 0
+		left--
+	}
+	for _, l := range r.touch {
+		r.lcnt[l] = 0
+	}
+}

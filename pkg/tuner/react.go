@@ -1,0 +1,267 @@
+package tuner
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/react-torch/react-torch/pkg/critpath"
+	"github.com/react-torch/react-torch/pkg/links"
+	"github.com/react-torch/react-torch/pkg/semantics"
+	"github.com/react-torch/react-torch/pkg/ten"
+	"github.com/react-torch/react-torch/pkg/transform"
+)
+
+// The loop of Model "react": the link model (package links) is the judge
+// and drives the search.
+//
+//   - Every epoch's FCTs feed the group's link model.
+//   - At a batch's end, a change under evaluation is judged first (judgeChange:
+//     a one-sided t-test on the collective times; extend while undecided).
+//   - The model is refitted; without a significant count or residual, every
+//     pattern predicts the same and nothing is searched.
+//   - A search that found nothing is not repeated until the model changes
+//     beyond its uncertainty; a revert backs the search off and raises the
+//     gain the model must predict next time by what it got wrong.
+//   - The model must explain the collective time it predicts for the pattern
+//     in force (calibration); otherwise its predictions are not acted on.
+//   - The search climbs: every viable transform of the three kinds that
+//     moves a suspect rank is judged by a whole-pattern replay, the best is
+//     taken, and again from there, up to AMax swaps.
+//   - A change is proposed only when its predicted gain exceeds MinGain, what
+//     the batch's own spread can explain, and the margin earned by earlier
+//     misses.
+
+// evaluation is a change under test.
+type evaluation struct {
+	prev      *ten.Pattern
+	before    []float64 // collective times of the old pattern
+	after     []float64
+	predicted float64 // predicted speed-up
+	steps     []string
+	ext       int
+}
+
+// snapshot is what the model said when a search last found nothing.
+type snapshot struct {
+	up, down []float64
+	se       []float64
+	pairs    map[[2]int32]bool
+}
+
+func (t *Tuner) snap(f links.Fit, pr *links.Predictor) *snapshot {
+	n := len(f.Net.Up)
+	s := &snapshot{up: slices.Clone(pr.Net().Up), down: slices.Clone(pr.Net().Down), se: make([]float64, 2*n), pairs: map[[2]int32]bool{}}
+	copy(s.se, f.UpSE)
+	copy(s.se[n:], f.DownSE)
+	for _, p := range f.Pairs {
+		s.pairs[[2]int32{p.Src, p.Dst}] = true
+	}
+	return s
+}
+
+// changed says whether the model moved beyond its uncertainty since s.
+func (s *snapshot) changed(f links.Fit, pr *links.Predictor) bool {
+	n := len(s.up)
+	net := pr.Net()
+	for r := 0; r < n; r++ {
+		for _, c := range [2][3]float64{{s.up[r], net.Up[r], f.UpSE[r]}, {s.down[r], net.Down[r], f.DownSE[r]}} {
+			se := c[2]
+			if math.IsInf(se, 0) {
+				se = 0
+			}
+			if math.Abs(c[1]-c[0]) > max(0.5, 3*se) {
+				return true
+			}
+		}
+	}
+	if len(f.Pairs) != len(s.pairs) {
+		return true
+	}
+	for _, p := range f.Pairs {
+		if !s.pairs[[2]int32{p.Src, p.Dst}] {
+			return true
+		}
+	}
+	return false
+}
+
+// calibrationTolerance bounds how far, in log terms, the observed mean
+// collective time may lie from the model's prediction for the pattern in
+// force before the model's predictions are distrusted.
+const calibrationTolerance = 0.15
+
+func (t *Tuner) decideReact(epoch int) *Decision {
+	d := &Decision{Batch: t.batchNo, Epoch: epoch, Version: t.version, Observed: mean(t.elapsed)}
+	if ev := t.eval; ev != nil {
+		ev.after = append(ev.after, t.elapsed...)
+		v, gain := judgeChange(ev.before, ev.after, t.cfg.Confidence, t.cfg.MinGain, ev.ext)
+		d.Previous = mean(ev.before)
+		d.ObservedGain = 1 + gain
+		switch v {
+		case extend:
+			ev.ext++
+			d.Note = fmt.Sprintf("change under evaluation: observed speed-up %.3f not yet significant", 1+gain)
+			return d
+		case keep:
+			d.Kept = true
+			t.reverts, t.backoff = 0, 0
+			if 1+gain >= 1+(ev.predicted-1)/2 {
+				t.margin /= 2
+			}
+			t.eval, t.quiet = nil, nil
+		case revert:
+			d.Reverted = true
+			t.rejected[fingerprint(t.cur)] = true
+			for _, fp := range ev.steps {
+				t.rejected[fp] = true
+			}
+			t.reverts++
+			t.backoff = 1 << min(t.reverts-1, 4)
+			t.margin = max(t.margin, ev.predicted-(1+gain))
+			t.emit(d, ev.prev, epoch)
+			t.eval = nil
+			return d
+		}
+	}
+	fit, err := t.links.Refit()
+	if err != nil { // observations were validated on the way in
+		panic(err)
+	}
+	pr := t.links.Predictor()
+	d.Model = &fit
+	if !pr.Congested() {
+		d.Note = "no congestion in the link model"
+		t.quiet = t.snap(fit, pr)
+		return d
+	}
+	if t.backoff > 0 {
+		t.backoff--
+		d.Note = "backing off after a revert"
+		return d
+	}
+	if t.quiet != nil && !t.quiet.changed(fit, pr) {
+		d.Note = "link model unchanged since the last search"
+		return d
+	}
+	dag := critpath.New(t.cur)
+	now := pr.Time(t.cur, dag, t.bytes)
+	d.Predicted = now
+	if off := math.Log(d.Observed / now); math.Abs(off) > calibrationTolerance {
+		d.Note = fmt.Sprintf("link model does not explain the collective time (observed %.4g s, predicted %.4g s)", d.Observed, now)
+		t.quiet = t.snap(fit, pr)
+		return d
+	}
+	d.Explored = true
+	g, after, trials, steps, n := t.climb(pr, now)
+	d.Trials, d.Evaluated = trials, n
+	need := max(t.cfg.MinGain, 2*cv(t.elapsed)*math.Sqrt(2/float64(len(t.elapsed))), t.margin)
+	if g == nil || now/after-1 < need {
+		if g != nil {
+			d.Note = fmt.Sprintf("best predicted speed-up %.3f is below the %.3f needed", now/after, 1+need)
+		} else {
+			d.Note = "no transform predicted to gain"
+		}
+		t.quiet = t.snap(fit, pr)
+		return d
+	}
+	// The gain must survive the fit's uncertainty: judged again with every
+	// count and residual two standard errors smaller.
+	if c := t.links.Cautious(2); c.Time(t.cur, dag, t.bytes)/c.Time(g, critpath.New(g), t.bytes)-1 < need {
+		d.Note = fmt.Sprintf("predicted speed-up %.3f does not survive the fit's uncertainty", now/after)
+		t.quiet = t.snap(fit, pr)
+		return d
+	}
+	if err := semantics.Check(g); err != nil { // a hash collision in the position evaluator
+		d.Note = fmt.Sprintf("explored pattern refused by the semantics check: %v", err)
+		t.rejected[fingerprint(g)] = true
+		return d
+	}
+	t.eval = &evaluation{prev: t.cur, before: slices.Clone(t.elapsed), predicted: now / after, steps: steps}
+	t.emit(d, g, epoch)
+	return d
+}
+
+// climb walks from the pattern in force to the best pattern the model
+// predicts, one swap at a time, judging every viable transform that moves
+// a suspect rank; it returns the end pattern (nil when no swap helps), its
+// predicted time, the swaps taken, their fingerprints and how many
+// candidates it judged.
+func (t *Tuner) climb(pr *links.Predictor, now float64) (*ten.Pattern, float64, []Trial, []string, int) {
+	suspects := pr.Suspects()
+	cur, curT := t.cur, now
+	var trials []Trial
+	var steps []string
+	evaluated := 0
+	seen := map[string]bool{fingerprint(cur): true}
+	for len(trials) < t.cfg.AMax {
+		var best *ten.Pattern
+		var bestSwap transform.Swap
+		bestT := curT * (1 - 1e-3)
+		for _, s := range candidates(cur, suspects) {
+			q := transform.Apply(cur, s)
+			fp := fingerprint(q)
+			if seen[fp] || t.rejected[fp] {
+				continue
+			}
+			seen[fp] = true
+			if s.Kind != transform.Position && semantics.Check(q) != nil {
+				continue
+			}
+			evaluated++
+			if v := pr.Time(q, critpath.New(q), t.bytes); v < bestT {
+				best, bestSwap, bestT = q, s, v
+			}
+		}
+		if best == nil {
+			break
+		}
+		trials = append(trials, Trial{Swap: bestSwap, Before: curT, After: bestT, Accepted: true})
+		steps = append(steps, fingerprint(best))
+		cur, curT = best, bestT
+	}
+	if len(trials) == 0 {
+		return nil, now, nil, nil, evaluated
+	}
+	return cur, curT, trials, steps, evaluated
+}
+
+// candidates lists every transform of the three kinds that moves one of
+// the suspect ranks: global and chunk-local swaps with every other rank,
+// and position swaps of every vertex of a suspect with its partners.
+func candidates(p *ten.Pattern, suspects []int32) []transform.Swap {
+	var out []transform.Swap
+	isSuspect := make([]bool, p.Ranks)
+	for _, x := range suspects {
+		isSuspect[x] = true
+	}
+	chunks := p.Chunks()
+	for _, x := range suspects {
+		for y := 0; y < p.Ranks; y++ {
+			if int32(y) == x || (isSuspect[y] && int32(y) < x) {
+				continue
+			}
+			out = append(out, transform.GlobalSwap(int(x), y))
+			if chunks > 1 {
+				for c := 0; c < chunks; c++ {
+					out = append(out, transform.ChunkSwap(c, int(x), y))
+				}
+			}
+		}
+	}
+	pos := transform.NewPositions(p)
+	for c := 0; c < chunks; c++ {
+		for _, v := range pos.Occupied(c) {
+			if !isSuspect[v.Rank] {
+				continue
+			}
+			for _, w := range pos.Partners(v) {
+				if isSuspect[w.Rank] && (w.Step < v.Step || (w.Step == v.Step && w.Rank < v.Rank)) {
+					continue // the pair is listed from w
+				}
+				out = append(out, transform.PositionSwap(v, w))
+			}
+		}
+	}
+	return out
+}

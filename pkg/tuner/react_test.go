@@ -1,0 +1,220 @@
+package tuner_test
+
+import (
+	"reflect"
+	"slices"
+	"testing"
+
+	"github.com/react-torch/react-torch/internal/fixture"
+	"github.com/react-torch/react-torch/pkg/critpath"
+	"github.com/react-torch/react-torch/pkg/links"
+	"github.com/react-torch/react-torch/pkg/netsim"
+	"github.com/react-torch/react-torch/pkg/pattern"
+	"github.com/react-torch/react-torch/pkg/semantics"
+	"github.com/react-torch/react-torch/pkg/ten"
+	"github.com/react-torch/react-torch/pkg/tuner"
+)
+
+// quietNet is 100 Gbps links and 2 us of latency, nothing competing.
+func quietNet(n int) *links.Net {
+	return &links.Net{C: 12.5e9, Alpha: 2e-6, Up: make([]float64, n), Down: make([]float64, n)}
+}
+
+// driveNet runs epochs of tu on a network of rank links (netAt gives each
+// epoch's): the FCTs the tuner sees are a fair replay's times multiplied
+// by noise (nil: none); the collective time it is told is the replay's.
+// It returns the decisions and every epoch's true collective time.
+func driveNet(t *testing.T, tu *tuner.Tuner, epochs int, netAt func(epoch int) *links.Net, noise fixture.Factor) ([]*tuner.Decision, []float64) {
+	t.Helper()
+	var rp links.Replayer
+	var ds []*tuner.Decision
+	var times []float64
+	for e := 0; e < epochs; e++ {
+		p, _ := tu.Pattern(e)
+		fct := make([]float64, len(p.Flows))
+		mk := rp.Replay(p, critpath.New(p), msg, netAt(e), nil, fct)
+		times = append(times, mk)
+		if noise != nil {
+			for i := range fct {
+				fct[i] *= noise(i, p.Flows[i])
+			}
+		}
+		d, err := tu.Observe(e, fct, mk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d != nil {
+			ds = append(ds, d)
+		}
+	}
+	return ds, times
+}
+
+func meanOf(xs []float64) float64 {
+	s := 0.0
+	for _, x := range xs {
+		s += x
+	}
+	return s / float64(len(xs))
+}
+
+// A congested rank link: the tuner finds a faster pattern within a few
+// batches, keeps it, and then stays put.
+func TestReactKeepsAGainAndStays(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		p    *ten.Pattern
+		up   bool
+		rank int
+		k    float64
+	}{
+		{"tree8 up", pattern.TreeAllReduce(8), true, 3, 2},
+		{"tree8 down", pattern.TreeAllReduce(8), false, 5, 4},
+		{"tree16 down", pattern.TreeAllReduce(16), false, 3, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			net := quietNet(tc.p.Ranks)
+			if tc.up {
+				net.Up[tc.rank] = tc.k
+			} else {
+				net.Down[tc.rank] = tc.k
+			}
+			tu, err := tuner.New(tuner.DefaultConfig(), tc.p, msg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ds, times := driveNet(t, tu, 120, func(int) *links.Net { return net }, fixture.Noise(0.02, 1))
+			changes, kept, reverted := 0, 0, 0
+			for _, d := range ds {
+				if d.Pattern != nil {
+					changes++
+					if err := semantics.Check(d.Pattern); err != nil {
+						t.Fatalf("batch %d: %v", d.Batch, err)
+					}
+				}
+				if d.Kept {
+					kept++
+				}
+				if d.Reverted {
+					reverted++
+				}
+			}
+			static, last := times[0], meanOf(times[90:])
+			t.Logf("static %.1f us, last 30 epochs %.1f us: %d changes, %d kept, %d reverted", static/us, last/us, changes, kept, reverted)
+			if kept == 0 || last > static*0.97 {
+				t.Errorf("no kept gain: static %.1f us, last %.1f us, %d kept", static/us, last/us, kept)
+			}
+			if changes > 3 {
+				t.Errorf("%d pattern changes in 120 epochs of steady congestion, want at most 3", changes)
+			}
+		})
+	}
+}
+
+// When every other pattern is slower than the one in force (the model
+// cannot know), each try is reverted, no reverted pattern is emitted
+// again, and the back-off keeps the tries few.
+func TestReactRevertsAndBacksOff(t *testing.T) {
+	p := pattern.TreeAllReduce(8)
+	tu, err := tuner.New(tuner.DefaultConfig(), p, msg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	net := quietNet(8)
+	net.Down[3] = 2
+	slow := quietNet(8)
+	slow.C /= 2
+	slow.Down[3] = 2
+	ds, _ := driveNet(t, tu, 300, func(e int) *links.Net {
+		if cur, _ := tu.Pattern(e); reflect.DeepEqual(cur.Flows, p.Flows) {
+			return net
+		}
+		return slow
+	}, nil)
+	var emitted [][]ten.Flow
+	tries := 0
+	for _, d := range ds {
+		if d.Pattern == nil {
+			continue
+		}
+		if d.Reverted {
+			if !reflect.DeepEqual(d.Pattern.Flows, p.Flows) {
+				t.Fatal("a revert did not restore the initial pattern")
+			}
+			continue
+		}
+		tries++
+		if slices.ContainsFunc(emitted, func(f []ten.Flow) bool { return reflect.DeepEqual(f, d.Pattern.Flows) }) {
+			t.Fatalf("batch %d emitted a pattern that was reverted before", d.Batch)
+		}
+		emitted = append(emitted, d.Pattern.Flows)
+	}
+	if tries == 0 || tries > 3 {
+		t.Errorf("%d tries in 300 epochs, want 1 to 3", tries)
+	}
+}
+
+// Congestion that starts at epoch 30: the first batch that sees it
+// proposes the change that reaches most of the final gain.
+func TestReactConvergesFast(t *testing.T) {
+	p := pattern.TreeAllReduce(8)
+	cfg := tuner.DefaultConfig()
+	tu, err := tuner.New(cfg, p, msg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	quiet, hot := quietNet(8), quietNet(8)
+	hot.Up[2], hot.Down[6] = 2, 1
+	const onset = 30
+	ds, times := driveNet(t, tu, 150, func(e int) *links.Net {
+		if e < onset {
+			return quiet
+		}
+		return hot
+	}, fixture.Noise(0.02, 3))
+	firstSaw := (onset/cfg.B + 1) * cfg.B // the end of the first batch all after the onset
+	static := times[onset]
+	final := meanOf(times[120:])
+	gain := static/final - 1
+	if gain < 0.03 {
+		t.Fatalf("final gain %.1f%%, want some", 100*gain)
+	}
+	// within two batches after the first batch that saw it, plus the lag
+	by := firstSaw + 2*cfg.B + cfg.Lag
+	reached := static/meanOf(times[by:by+cfg.B]) - 1
+	for _, d := range ds {
+		if d.Pattern != nil && d.Epoch < onset {
+			t.Errorf("batch %d changed the pattern before the congestion", d.Batch)
+		}
+	}
+	if reached < 0.9*gain {
+		t.Errorf("gain %.1f%% by epoch %d, %.0f%% of the final %.1f%%", 100*reached, by, 100*reached/gain, 100*gain)
+	}
+}
+
+// The §4.3 example in the fluid simulator: the link model's loop reaches
+// the best whole-AllReduce time one or two swaps away (1232 us, the
+// oracle's), with at most two changes.
+func TestReactPaperExampleLoop(t *testing.T) {
+	tree := pattern.TreeAllReduce(16)
+	tu, err := tuner.New(tuner.DefaultConfig(), tree, msg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := &loop{t: t, tu: tu}
+	const epochs = 90
+	if err := fig1Sim(t).Run([]netsim.Job{{Hosts: hosts(16), Bytes: msg}}, epochs, l); err != nil {
+		t.Fatal(err)
+	}
+	changes := 0
+	for _, d := range l.decisions {
+		if d.Pattern != nil {
+			changes++
+		}
+		t.Logf("batch %d v%d observed %.1f us kept=%v reverted=%v new=%v note=%q", d.Batch, d.Version, d.Observed/us, d.Kept, d.Reverted, d.Pattern != nil, d.Note)
+	}
+	last := meanOf(l.elapsed[epochs-10:])
+	if last > 1232.5*us || changes > 2 {
+		t.Errorf("last 10 epochs %.1f us after %d changes, want 1232 us in at most 2", last/us, changes)
+	}
+}
