@@ -1,0 +1,394 @@
+package links
+
+import (
+	"cmp"
+	"errors"
+	"math"
+	"slices"
+)
+
+// loss replays every group under net and returns the epoch-weighted sum of
+// squared log residuals of the flows' mean FCTs; the predictions are left
+// in each group's pred.
+func (m *Model) loss(net *Net) float64 {
+	m.evals++
+	s := 0.0
+	for _, g := range m.groups {
+		m.rp.Replay(g.p, g.dag, g.bytes, net, nil, g.pred)
+		w := float64(g.n)
+		for i, lo := range g.logObs {
+			d := lo - math.Log(g.pred[i])
+			s += w * d * d
+		}
+	}
+	return s
+}
+
+// weight is the number of flow observations the loss sums over.
+func (m *Model) weight() float64 {
+	w := 0.0
+	for _, g := range m.groups {
+		w += float64(g.n * len(g.logObs))
+	}
+	return w
+}
+
+// errNoData is returned by Refit before any observation.
+var errNoData = errors.New("links: no observations to fit")
+
+// Refit fits the model to the epochs held, starting from the previous fit.
+func (m *Model) Refit() (Fit, error) {
+	if len(m.obs) == 0 {
+		return Fit{}, errNoData
+	}
+	m.evals = 0
+	m.forgetOnChange()
+	noise := m.buildGroups()
+	n := m.ranks
+	net := Net{Up: make([]float64, n), Down: make([]float64, n)}
+	if m.fitted {
+		copy(net.Up, m.fit.Net.Up)
+		copy(net.Down, m.fit.Net.Down)
+		net.Alpha = m.fit.Net.Alpha
+	}
+	m.fitScale(&net, 0.5)
+	if !m.fitted {
+		m.fitScale(&net, 0.8) // most flows are not congested
+	}
+	cur := m.loss(&net)
+	cur = m.descend(&net, cur, 4*n+8, noise)
+	m.fitScale(&net, 0.5)
+	cur = m.fitAlpha(&net)
+	cur = m.descend(&net, cur, 2*n+4, noise)
+
+	f := Fit{Net: net, Noise: noise, Epochs: len(m.obs), Patterns: len(m.groups)}
+	total := 0
+	for _, g := range m.groups {
+		total += g.n * len(g.logObs)
+	}
+	if total > 0 {
+		f.RMS = math.Sqrt(cur / float64(total))
+	}
+	f.UpSE, f.DownSE = m.uncertainty(&net, cur, noise)
+	m.fit, m.fitted = f, true
+	m.significant()
+	m.residuals(noise)
+	m.fit.Replays = m.evals
+	return m.fit, nil
+}
+
+// fitScale sets C so that the q-quantile of the flows' implied line rates
+// matches: with Alpha = 0 every time scales as 1/C, so one replay at C = 1
+// gives every flow's implied C.
+func (m *Model) fitScale(net *Net, q float64) {
+	alpha := net.Alpha
+	net.C, net.Alpha = 1, 0
+	m.loss(net)
+	var imp []float64
+	for _, g := range m.groups {
+		for i, lo := range g.logObs {
+			obs := math.Exp(lo) - alpha
+			if obs > 0 {
+				imp = append(imp, math.Log(g.pred[i])-math.Log(obs))
+			}
+		}
+	}
+	net.Alpha = alpha
+	if len(imp) == 0 {
+		net.C = 1
+		return
+	}
+	slices.Sort(imp)
+	net.C = math.Exp(imp[min(len(imp)-1, int(q*float64(len(imp))))])
+}
+
+// fitAlpha finds the per-flow latency by golden-section search, keeping it
+// only where it explains the data better than none.
+func (m *Model) fitAlpha(net *Net) float64 {
+	lo := math.Inf(1)
+	for _, g := range m.groups {
+		for _, v := range g.logObs {
+			lo = min(lo, math.Exp(v))
+		}
+	}
+	f := func(a float64) float64 {
+		net.Alpha = a
+		c := net.C
+		m.fitScale(net, 0.5)
+		l := m.loss(net)
+		net.C = c
+		return l
+	}
+	a, b := 0.0, 0.9*lo
+	l0 := f(0)
+	const phi = 0.6180339887498949
+	x1, x2 := b-phi*(b-a), a+phi*(b-a)
+	f1, f2 := f(x1), f(x2)
+	for range 14 {
+		if f1 < f2 {
+			b, x2, f2 = x2, x1, f1
+			x1 = b - phi*(b-a)
+			f1 = f(x1)
+		} else {
+			a, x1, f1 = x1, x2, f2
+			x2 = a + phi*(b-a)
+			f2 = f(x2)
+		}
+	}
+	best, bl := 0.0, l0
+	if x := (a + b) / 2; f(x) < bl {
+		best = x
+	}
+	net.Alpha = best
+	m.fitScale(net, 0.5)
+	return m.loss(net)
+}
+
+// count returns a pointer to link l's competing count: l < ranks is rank
+// l's uplink, the others downlinks.
+func (m *Model) count(net *Net, l int) *float64 {
+	if l < m.ranks {
+		return &net.Up[l]
+	}
+	return &net.Down[l-m.ranks]
+}
+
+// spurious is the loss reduction, in units of the measurement noise's
+// variance, that a count fitted to noise alone reaches only rarely: each
+// free parameter lowers the weighted squared residuals by a chi-square
+// of one degree of freedom times the variance, and the descent picks the
+// best of many, so the bar is well above one.
+const spurious = 12
+
+// descend is coordinate descent on the competing counts: score every link
+// by the residuals of the flows that cross it, line-search the few that
+// point most strongly one way, take the best improvement, repeat.
+func (m *Model) descend(net *Net, cur float64, rounds int, noise float64) float64 {
+	n := m.ranks
+	score := make([]float64, 2*n)
+	hits := make([]float64, 2*n)
+	for range rounds {
+		clear(score)
+		clear(hits)
+		m.loss(net)
+		for _, g := range m.groups {
+			w := float64(g.n)
+			for i, lo := range g.logObs {
+				fl := &g.p.Flows[i]
+				d := lo - math.Log(g.pred[i])
+				score[fl.Src] += w * d
+				score[n+int(fl.Dst)] += w * d
+				hits[fl.Src] += w
+				hits[n+int(fl.Dst)] += w
+			}
+		}
+		type cand struct {
+			l int
+			s float64
+		}
+		var cs []cand
+		for l := range score {
+			if hits[l] == 0 {
+				continue
+			}
+			s := score[l] / hits[l]
+			if math.Abs(s) < 0.002 {
+				continue // a part in 500: below anything worth a replay
+			}
+			if s > 0 || *m.count(net, l) > 0 {
+				cs = append(cs, cand{l, s})
+			}
+		}
+		slices.SortFunc(cs, func(a, b cand) int { return cmpFloat(math.Abs(b.s), math.Abs(a.s)) })
+		if len(cs) > 4 {
+			cs = cs[:4]
+		}
+		bestL, bestK, bestLoss := -1, 0.0, cur
+		for _, c := range cs {
+			k := m.count(net, c.l)
+			old := *k
+			kk, ll := m.lineSearch(net, k, c.s)
+			*k = old
+			if ll < bestLoss {
+				bestL, bestK, bestLoss = c.l, kk, ll
+			}
+		}
+		if bestL < 0 || cur-bestLoss < max(1e-3*cur, 1e-8*m.weight(), spurious*noise*noise) {
+			break
+		}
+		*m.count(net, bestL) = bestK
+		cur = bestLoss
+	}
+	return cur
+}
+
+// lineSearch minimises the loss over one count, starting from a guess the
+// mean residual s of its flows gives (a flow sharing with one other of its
+// own sees its time grow by (1+k)/1 ... roughly k' = (k+1)e^s - 1).
+func (m *Model) lineSearch(net *Net, k *float64, s float64) (float64, float64) {
+	old := *k
+	guess := max(0, (old+1)*math.Exp(s)-1)
+	try := func(v float64) float64 {
+		*k = max(v, 0)
+		return m.loss(net)
+	}
+	bestK, bestL := old, math.Inf(1)
+	for _, v := range []float64{guess, 0, (old + guess) / 2, guess * 1.5, guess + 1} {
+		if l := try(v); l < bestL {
+			bestK, bestL = max(v, 0), l
+		}
+	}
+	// golden refinement around the best point
+	a, b := max(0, bestK-max(0.5, bestK/2)), bestK+max(0.5, bestK/2)
+	const phi = 0.6180339887498949
+	x1, x2 := b-phi*(b-a), a+phi*(b-a)
+	f1, f2 := try(x1), try(x2)
+	for range 8 {
+		if f1 < f2 {
+			b, x2, f2 = x2, x1, f1
+			x1 = b - phi*(b-a)
+			f1 = try(x1)
+		} else {
+			a, x1, f1 = x1, x2, f2
+			x2 = a + phi*(b-a)
+			f2 = try(x2)
+		}
+	}
+	for _, c := range [][2]float64{{x1, f1}, {x2, f2}} {
+		if c[1] < bestL {
+			bestK, bestL = c[0], c[1]
+		}
+	}
+	*k = old
+	return bestK, bestL
+}
+
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// uncertainty is each count's standard error from the loss's curvature,
+// the loss read as a chi-square with the measured noise (or, without
+// repeated epochs, the fit's own residual spread).
+func (m *Model) uncertainty(net *Net, cur, noise float64) (up, down []float64) {
+	n := m.ranks
+	up, down = make([]float64, n), make([]float64, n)
+	total := 0.0
+	for _, g := range m.groups {
+		total += float64(g.n * len(g.logObs))
+	}
+	v := noise * noise
+	if v == 0 && total > 0 {
+		v = cur / total
+	}
+	v = max(v, 1e-6) // a floor: no fit is better than a part in a thousand
+	for l := 0; l < 2*n; l++ {
+		k := m.count(net, l)
+		old := *k
+		h := max(0.25, old/4)
+		*k = old + h
+		lp := m.loss(net)
+		lm := cur
+		if old-h >= 0 {
+			*k = old - h
+			lm = m.loss(net)
+		} else {
+			// one-sided at the boundary: curvature from k, k+h, k+2h
+			*k = old + 2*h
+			l2 := m.loss(net)
+			lm = 2*lp - l2
+			lm = max(lm, cur)
+		}
+		*k = old
+		curv := (lp - 2*cur + lm) / (h * h) / v
+		se := math.Inf(1)
+		if curv > 0 {
+			se = math.Sqrt(2 / curv)
+		}
+		if l < n {
+			up[l] = se
+		} else {
+			down[l-n] = se
+		}
+	}
+	return up, down
+}
+
+// significant keeps the counts that stand out of their uncertainty.
+func (m *Model) significant() {
+	n := m.ranks
+	m.sig = Net{C: m.fit.Net.C, Alpha: m.fit.Net.Alpha, Up: make([]float64, n), Down: make([]float64, n)}
+	for r := 0; r < n; r++ {
+		if k := m.fit.Net.Up[r]; Significant(k, m.fit.UpSE[r]) {
+			m.sig.Up[r] = k
+		}
+		if k := m.fit.Net.Down[r]; Significant(k, m.fit.DownSE[r]) {
+			m.sig.Down[r] = k
+		}
+	}
+}
+
+// Significant says whether a competing count k with standard error se is
+// evidence of congestion: at least a fifth of a flow and four standard
+// errors above zero.
+func Significant(k, se float64) bool { return k >= 0.2 && k > 4*se }
+
+// residuals measures, per (src, dst) pair, what the significant links do
+// not explain, and keeps the pairs whose factor stands out of the noise.
+func (m *Model) residuals(noise float64) {
+	type acc struct {
+		sum float64
+		n   int
+	}
+	byPair := map[[2]int32]*acc{}
+	for _, g := range m.groups {
+		m.rp.Replay(g.p, g.dag, g.bytes, &m.fit.Net, nil, g.pred)
+		for i, lo := range g.logObs {
+			fl := &g.p.Flows[i]
+			k := [2]int32{fl.Src, fl.Dst}
+			a := byPair[k]
+			if a == nil {
+				a = &acc{}
+				byPair[k] = a
+			}
+			a.sum += float64(g.n) * (lo - math.Log(g.pred[i]))
+			a.n += g.n
+		}
+	}
+	m.pairs = map[[2]int32]float64{}
+	m.fit.Pairs = m.fit.Pairs[:0]
+	sd := max(noise, 0.01)
+	keys := make([][2]int32, 0, len(byPair))
+	means := make([]float64, 0, len(byPair))
+	for k, a := range byPair {
+		keys = append(keys, k)
+		means = append(means, a.sum/float64(a.n))
+	}
+	// A residual common to every pair is the line rate's error, not a path.
+	slices.Sort(means)
+	center := 0.0
+	if len(means) > 0 {
+		center = means[len(means)/2]
+	}
+	slices.SortFunc(keys, func(a, b [2]int32) int { return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1])) })
+	for _, k := range keys {
+		a := byPair[k]
+		mean := a.sum/float64(a.n) - center
+		se := sd / math.Sqrt(float64(a.n))
+		// Only slow pairs count: a pair faster than its links is the link
+		// fit being wrong, not a path, and would lure flows onto it. There
+		// are many more pairs than links, hence the higher bar.
+		if mean < 0.1 || mean < 5*se {
+			continue
+		}
+		f := math.Exp(min(mean, math.Log(8)))
+		m.pairs[k] = f
+		m.fit.Pairs = append(m.fit.Pairs, Pair{Src: k[0], Dst: k[1], Factor: f, SE: se, N: a.n})
+	}
+}

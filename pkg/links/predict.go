@@ -1,0 +1,108 @@
+package links
+
+import (
+	"math"
+
+	"github.com/react-torch/react-torch/pkg/critpath"
+	"github.com/react-torch/react-torch/pkg/ten"
+)
+
+// Predictor judges patterns with the significant part of a fit. It holds
+// its own scratch space, so several predictors of one model may run side
+// by side; it does not change when the model is refitted.
+type Predictor struct {
+	net   Net
+	pairs map[[2]int32]float64
+	rp    Replayer
+	scale []float64
+	fct   []float64
+}
+
+// Predictor returns a judge of the current fit; nil before any fit.
+func (m *Model) Predictor() *Predictor {
+	if !m.fitted {
+		return nil
+	}
+	return &Predictor{net: m.sig, pairs: m.pairs}
+}
+
+// Cautious returns a judge that believes in every significant count and
+// residual z standard errors less than the fit does: a gain it still
+// predicts does not rest on the fit's uncertainty.
+func (m *Model) Cautious(z float64) *Predictor {
+	if !m.fitted {
+		return nil
+	}
+	n := m.ranks
+	net := Net{C: m.sig.C, Alpha: m.sig.Alpha, Up: make([]float64, n), Down: make([]float64, n)}
+	for r := 0; r < n; r++ {
+		if m.sig.Up[r] > 0 {
+			net.Up[r] = max(0, m.sig.Up[r]-z*m.fit.UpSE[r])
+		}
+		if m.sig.Down[r] > 0 {
+			net.Down[r] = max(0, m.sig.Down[r]-z*m.fit.DownSE[r])
+		}
+	}
+	pairs := map[[2]int32]float64{}
+	for _, p := range m.fit.Pairs {
+		if v := math.Log(p.Factor) - z*p.SE; v > 0 {
+			pairs[[2]int32{p.Src, p.Dst}] = math.Exp(v)
+		}
+	}
+	return &Predictor{net: net, pairs: pairs}
+}
+
+// Time predicts the collective time of p for a message of bytes; dag must
+// be critpath.New(p). It also leaves every flow's predicted FCT in FCT().
+func (pr *Predictor) Time(p *ten.Pattern, dag *critpath.DAG, bytes float64) float64 {
+	pr.fct = grow(pr.fct, len(p.Flows))
+	var scale []float64
+	if len(pr.pairs) > 0 {
+		pr.scale = grow(pr.scale, len(p.Flows))
+		for i := range p.Flows {
+			f := &p.Flows[i]
+			pr.scale[i] = 1
+			if v, ok := pr.pairs[[2]int32{f.Src, f.Dst}]; ok {
+				pr.scale[i] = v
+			}
+		}
+		scale = pr.scale
+	}
+	return pr.rp.Replay(p, dag, bytes, &pr.net, scale, pr.fct)
+}
+
+// Congested reports whether any count or pair residual is significant:
+// without one, every pattern of a symmetric network predicts the same.
+func (pr *Predictor) Congested() bool {
+	if len(pr.pairs) > 0 {
+		return true
+	}
+	for r := range pr.net.Up {
+		if pr.net.Up[r] > 0 || pr.net.Down[r] > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// Suspects lists the ranks with a significant count or pair residual, in
+// rank order: the ranks a useful transform moves.
+func (pr *Predictor) Suspects() []int32 {
+	mark := make([]bool, len(pr.net.Up))
+	for r := range pr.net.Up {
+		mark[r] = pr.net.Up[r] > 0 || pr.net.Down[r] > 0
+	}
+	for k := range pr.pairs {
+		mark[k[0]], mark[k[1]] = true, true
+	}
+	var out []int32
+	for r, ok := range mark {
+		if ok {
+			out = append(out, int32(r))
+		}
+	}
+	return out
+}
+
+// Net returns the significant links the predictor judges with.
+func (pr *Predictor) Net() *Net { return &pr.net }
