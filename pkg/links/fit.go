@@ -291,6 +291,9 @@ func (m *Model) uncertainty(net *Net, cur, noise float64) (up, down []float64) {
 	for l := 0; l < 2*n; l++ {
 		k := m.count(net, l)
 		old := *k
+		if old < 0.01 {
+			continue // a count of zero is never significant: no replays for it
+		}
 		h := max(0.25, old/4)
 		*k = old + h
 		lp := m.loss(net)

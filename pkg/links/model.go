@@ -64,7 +64,8 @@ type Pair struct {
 // Fit is the state of the model after a fit.
 type Fit struct {
 	Net Net // every fitted parameter
-	// UpSE and DownSE are the standard errors of the competing counts.
+	// UpSE and DownSE are the standard errors of the competing counts
+	// (0 where the count is 0: not measured, as it cannot be significant).
 	UpSE, DownSE []float64
 	// Noise is the standard deviation of one flow's log FCT from epoch to
 	// epoch around its mean (pooled over flows): the measurement noise.

@@ -1,7 +1,9 @@
 package links
 
 import (
+	"cmp"
 	"math"
+	"slices"
 
 	"github.com/react-torch/react-torch/pkg/critpath"
 	"github.com/react-torch/react-torch/pkg/ten"
@@ -106,3 +108,14 @@ func (pr *Predictor) Suspects() []int32 {
 
 // Net returns the significant links the predictor judges with.
 func (pr *Predictor) Net() *Net { return &pr.net }
+
+// Pairs returns the slow pairs the predictor judges with, in (src, dst)
+// order.
+func (pr *Predictor) Pairs() []Pair {
+	out := make([]Pair, 0, len(pr.pairs))
+	for k, f := range pr.pairs {
+		out = append(out, Pair{Src: k[0], Dst: k[1], Factor: f})
+	}
+	slices.SortFunc(out, func(a, b Pair) int { return cmp.Or(cmp.Compare(a.Src, b.Src), cmp.Compare(a.Dst, b.Dst)) })
+	return out
+}

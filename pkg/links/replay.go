@@ -45,6 +45,61 @@ type Replayer struct {
 	lflows []int32
 	touch  []int32
 	cursor []int32
+	heap   []shareEntry
+}
+
+// shareEntry is a link and its fair share when it was pushed.
+type shareEntry struct {
+	share float64
+	l     int32
+}
+
+func (a shareEntry) less(b shareEntry) bool {
+	return a.share < b.share || (a.share == b.share && a.l < b.l)
+}
+
+func heapify(h []shareEntry) {
+	for i := len(h)/2 - 1; i >= 0; i-- {
+		down(h, i)
+	}
+}
+
+func down(h []shareEntry, i int) {
+	for {
+		c := 2*i + 1
+		if c >= len(h) {
+			return
+		}
+		if c+1 < len(h) && h[c+1].less(h[c]) {
+			c++
+		}
+		if !h[c].less(h[i]) {
+			return
+		}
+		h[i], h[c] = h[c], h[i]
+		i = c
+	}
+}
+
+func popHeap(h []shareEntry) []shareEntry {
+	last := len(h) - 1
+	h[0] = h[last]
+	h = h[:last]
+	down(h, 0)
+	return h
+}
+
+func pushHeap(h []shareEntry, e shareEntry) []shareEntry {
+	h = append(h, e)
+	for i := len(h) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !h[i].less(h[p]) {
+			break
+		}
+		h[i], h[p] = h[p], h[i]
+		i = p
+	}
+	return h
 }
 
 func grow[T any](b []T, n int) []T {
@@ -207,35 +262,40 @@ func (r *Replayer) share(p *ten.Pattern, net *Net) {
 		}
 		return net.Down[l-n]
 	}
-	left := len(r.touch)
-	for left > 0 {
-		best, bl := math.Inf(1), int32(-1)
-		for _, l := range r.touch {
-			if r.lcnt[l] <= 0 {
-				continue
-			}
-			s := max(r.lcap[l], 0) / (float64(r.lcnt[l]) + competing(l))
-			if s < best {
-				best, bl = s, l
-			}
+	// A link's fair share only grows as flows freeze elsewhere (a flow
+	// frozen at the smallest share frees at least its fair part), so a heap
+	// with stale entries skipped gives the next bottleneck in log time.
+	h := r.heap[:0]
+	for _, l := range r.touch {
+		h = append(h, shareEntry{max(r.lcap[l], 0) / (float64(r.lcnt[l]) + competing(l)), l})
+	}
+	heapify(h)
+	for len(h) > 0 {
+		e := h[0]
+		h = popHeap(h)
+		l := e.l
+		if r.lcnt[l] <= 0 {
+			continue
 		}
-		if bl < 0 {
-			break
+		cur := max(r.lcap[l], 0) / (float64(r.lcnt[l]) + competing(l))
+		if cur > e.share*(1+1e-12) {
+			h = pushHeap(h, shareEntry{cur, l})
+			continue
 		}
-		for _, f := range r.lflows[r.lstart[bl]:r.lend[bl]] {
+		for _, f := range r.lflows[r.lstart[l]:r.lend[l]] {
 			if r.rate[f] >= 0 {
 				continue
 			}
-			r.rate[f] = best
+			r.rate[f] = cur
 			fl := &p.Flows[f]
-			for _, l := range [2]int32{fl.Src, n + fl.Dst} {
-				r.lcap[l] -= best
-				r.lcnt[l]--
+			for _, o := range [2]int32{fl.Src, n + fl.Dst} {
+				r.lcap[o] -= cur
+				r.lcnt[o]--
 			}
 		}
-		r.lcnt[bl] = 0
-		left--
+		r.lcnt[l] = 0
 	}
+	r.heap = h
 	for _, l := range r.touch {
 		r.lcnt[l] = 0
 	}

@@ -1,6 +1,7 @@
 package tuner
 
 import (
+	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -182,23 +183,31 @@ func (t *Tuner) decideReact(epoch int) *Decision {
 	return d
 }
 
+// judgeBudget bounds the work of one search, in flows replayed: every
+// candidate of an 8-rank tree, about 600 of a 64-rank one, a few dozen
+// at 1024 ranks, where a decision must stay under a second.
+const judgeBudget = 150_000
+
 // climb walks from the pattern in force to the best pattern the model
 // predicts, one swap at a time, judging every viable transform that moves
-// a suspect rank; it returns the end pattern (nil when no swap helps), its
-// predicted time, the swaps taken, their fingerprints and how many
-// candidates it judged.
+// a suspect rank (the most congested first, within judgeBudget); it
+// returns the end pattern (nil when no swap helps), its predicted time,
+// the swaps taken, their fingerprints and how many candidates it judged.
 func (t *Tuner) climb(pr *links.Predictor, now float64) (*ten.Pattern, float64, []Trial, []string, int) {
-	suspects := pr.Suspects()
+	suspects := bySeverity(pr)
 	cur, curT := t.cur, now
 	var trials []Trial
 	var steps []string
-	evaluated := 0
+	evaluated, work := 0, 0
 	seen := map[string]bool{fingerprint(cur): true}
-	for len(trials) < t.cfg.AMax {
+	for len(trials) < t.cfg.AMax && work < judgeBudget {
 		var best *ten.Pattern
 		var bestSwap transform.Swap
 		bestT := curT * (1 - 1e-3)
 		for _, s := range candidates(cur, suspects) {
+			if work >= judgeBudget {
+				break
+			}
 			q := transform.Apply(cur, s)
 			fp := fingerprint(q)
 			if seen[fp] || t.rejected[fp] {
@@ -209,6 +218,7 @@ func (t *Tuner) climb(pr *links.Predictor, now float64) (*ten.Pattern, float64, 
 				continue
 			}
 			evaluated++
+			work += len(q.Flows)
 			if v := pr.Time(q, critpath.New(q), t.bytes); v < bestT {
 				best, bestSwap, bestT = q, s, v
 			}
@@ -226,42 +236,57 @@ func (t *Tuner) climb(pr *links.Predictor, now float64) (*ten.Pattern, float64, 
 	return cur, curT, trials, steps, evaluated
 }
 
+// bySeverity lists the suspect ranks, the most congested first: by their
+// competing counts plus the log factors of their slow pairs.
+func bySeverity(pr *links.Predictor) []int32 {
+	sus := pr.Suspects()
+	net := pr.Net()
+	sev := make(map[int32]float64, len(sus))
+	for _, r := range sus {
+		sev[r] = net.Up[r] + net.Down[r]
+	}
+	for _, p := range pr.Pairs() {
+		sev[p.Src] += math.Log(p.Factor)
+		sev[p.Dst] += math.Log(p.Factor)
+	}
+	slices.SortStableFunc(sus, func(a, b int32) int { return cmp.Compare(sev[b], sev[a]) })
+	return sus
+}
+
 // candidates lists every transform of the three kinds that moves one of
-// the suspect ranks: global and chunk-local swaps with every other rank,
-// and position swaps of every vertex of a suspect with its partners.
+// the suspect ranks, suspect by suspect in the order given: position swaps
+// of its vertices with their partners, then chunk-local and global swaps
+// with every other rank.
 func candidates(p *ten.Pattern, suspects []int32) []transform.Swap {
 	var out []transform.Swap
-	isSuspect := make([]bool, p.Ranks)
-	for _, x := range suspects {
-		isSuspect[x] = true
-	}
+	done := make([]bool, p.Ranks)
 	chunks := p.Chunks()
+	pos := transform.NewPositions(p)
 	for _, x := range suspects {
+		for c := 0; c < chunks; c++ {
+			for _, v := range pos.Occupied(c) {
+				if v.Rank != x {
+					continue
+				}
+				for _, w := range pos.Partners(v) {
+					if !done[w.Rank] {
+						out = append(out, transform.PositionSwap(v, w))
+					}
+				}
+			}
+		}
 		for y := 0; y < p.Ranks; y++ {
-			if int32(y) == x || (isSuspect[y] && int32(y) < x) {
+			if int32(y) == x || done[y] {
 				continue
 			}
-			out = append(out, transform.GlobalSwap(int(x), y))
 			if chunks > 1 {
 				for c := 0; c < chunks; c++ {
 					out = append(out, transform.ChunkSwap(c, int(x), y))
 				}
 			}
+			out = append(out, transform.GlobalSwap(int(x), y))
 		}
-	}
-	pos := transform.NewPositions(p)
-	for c := 0; c < chunks; c++ {
-		for _, v := range pos.Occupied(c) {
-			if !isSuspect[v.Rank] {
-				continue
-			}
-			for _, w := range pos.Partners(v) {
-				if isSuspect[w.Rank] && (w.Step < v.Step || (w.Step == v.Step && w.Rank < v.Rank)) {
-					continue // the pair is listed from w
-				}
-				out = append(out, transform.PositionSwap(v, w))
-			}
-		}
+		done[x] = true
 	}
 	return out
 }

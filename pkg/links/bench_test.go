@@ -1,0 +1,29 @@
+package links_test
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/react-torch/react-torch/pkg/critpath"
+	"github.com/react-torch/react-torch/pkg/links"
+	"github.com/react-torch/react-torch/pkg/pattern"
+	"github.com/react-torch/react-torch/pkg/ten"
+)
+
+// BenchmarkReplay is one judgement of a candidate: a tree AllReduce with
+// one congested downlink replayed through the link model.
+func BenchmarkReplay(b *testing.B) {
+	for _, n := range []int{8, 64, 1024} {
+		p, _ := pattern.Generate(ten.AllReduce, "tree", n, -1)
+		dag := critpath.New(p)
+		net := &links.Net{C: 12.5e9, Alpha: 2e-6, Up: make([]float64, n), Down: make([]float64, n)}
+		net.Down[3] = 2
+		fct := make([]float64, len(p.Flows))
+		var rp links.Replayer
+		b.Run(fmt.Sprintf("tree-%d", n), func(b *testing.B) {
+			for b.Loop() {
+				rp.Replay(p, dag, 20e6, net, nil, fct)
+			}
+		})
+	}
+}
