@@ -27,6 +27,7 @@ func runReplay(e *env, args []string) int {
 	d := tuner.DefaultConfig()
 	cfg := d
 	fs.StringVar(&cfg.Model, "model", d.Model, "the loop: react (the link model judges) or paper (Algorithm 1)")
+	fs.BoolVar(&cfg.Stepped, "stepped", d.Stepped, "react: the log comes from react_torch's stepped executor")
 	fs.Float64Var(&cfg.MinGain, "min-gain", d.MinGain, "react: minimum predicted speed-up of a change")
 	fs.Float64Var(&cfg.Confidence, "confidence", d.Confidence, "react: one-sided level at which a change's gain must be significant")
 	fs.IntVar(&cfg.B, "B", d.B, "batch size, epochs per decision")

@@ -45,7 +45,7 @@ func (m *Model) Refit() (Fit, error) {
 	m.forgetOnChange()
 	noise := m.buildGroups()
 	n := m.ranks
-	net := Net{Up: make([]float64, n), Down: make([]float64, n)}
+	net := Net{Up: make([]float64, n), Down: make([]float64, n), Stepped: m.stepped}
 	if m.fitted {
 		copy(net.Up, m.fit.Net.Up)
 		copy(net.Down, m.fit.Net.Down)
@@ -326,7 +326,7 @@ func (m *Model) uncertainty(net *Net, cur, noise float64) (up, down []float64) {
 // significant keeps the counts that stand out of their uncertainty.
 func (m *Model) significant() {
 	n := m.ranks
-	m.sig = Net{C: m.fit.Net.C, Alpha: m.fit.Net.Alpha, Up: make([]float64, n), Down: make([]float64, n)}
+	m.sig = Net{C: m.fit.Net.C, Alpha: m.fit.Net.Alpha, Up: make([]float64, n), Down: make([]float64, n), Stepped: m.stepped}
 	for r := 0; r < n; r++ {
 		if k := m.fit.Net.Up[r]; Significant(k, m.fit.UpSE[r]) {
 			m.sig.Up[r] = k

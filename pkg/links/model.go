@@ -83,7 +83,8 @@ type Fit struct {
 // use.
 type Model struct {
 	ranks, h int
-	recent   int // epochs that form the change-point test's newest part
+	recent   int  // epochs that form the change-point test's newest part
+	stepped  bool // the executor's semantics (Net.Stepped)
 	seq      int
 	obs      []obs
 	last     map[int]int // newest epoch per key
@@ -100,8 +101,9 @@ type Model struct {
 
 // NewModel makes the model of a group of ranks that keeps the last h
 // epochs of every key, and forgets all but the last recent epochs when they
-// differ significantly from the ones before (the network changed).
-func NewModel(ranks, h, recent int) (*Model, error) {
+// differ significantly from the ones before (the network changed). stepped
+// says how the executor runs and times flows (Net.Stepped).
+func NewModel(ranks, h, recent int, stepped bool) (*Model, error) {
 	if ranks < 1 {
 		return nil, fmt.Errorf("links: %d ranks, want >= 1", ranks)
 	}
@@ -111,7 +113,7 @@ func NewModel(ranks, h, recent int) (*Model, error) {
 	if recent < 1 || recent > h {
 		return nil, fmt.Errorf("links: change-point window of %d epochs, want in [1, %d]", recent, h)
 	}
-	return &Model{ranks: ranks, h: h, recent: recent, last: map[int]int{}, dags: map[*ten.Pattern]*critpath.DAG{}}, nil
+	return &Model{ranks: ranks, h: h, recent: recent, stepped: stepped, last: map[int]int{}, dags: map[*ten.Pattern]*critpath.DAG{}}, nil
 }
 
 // Observe adds one epoch of key: the pattern it ran (which must not be

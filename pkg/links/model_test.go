@@ -52,7 +52,7 @@ func TestFitRecoversCompetingCounts(t *testing.T) {
 			for r, k := range tc.down {
 				truth.Down[r] = k
 			}
-			m, err := links.NewModel(8, 60, 6)
+			m, err := links.NewModel(8, 60, 6, false)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -36,7 +36,7 @@ func (m *Model) Cautious(z float64) *Predictor {
 		return nil
 	}
 	n := m.ranks
-	net := Net{C: m.sig.C, Alpha: m.sig.Alpha, Up: make([]float64, n), Down: make([]float64, n)}
+	net := Net{C: m.sig.C, Alpha: m.sig.Alpha, Up: make([]float64, n), Down: make([]float64, n), Stepped: m.stepped}
 	for r := 0; r < n; r++ {
 		if m.sig.Up[r] > 0 {
 			net.Up[r] = max(0, m.sig.Up[r]-z*m.fit.UpSE[r])

@@ -1,7 +1,9 @@
 package links
 
 import (
+	"cmp"
 	"math"
+	"slices"
 
 	"github.com/react-torch/react-torch/pkg/critpath"
 	"github.com/react-torch/react-torch/pkg/ten"
@@ -13,9 +15,17 @@ import (
 // their max-min fair share like the pattern's own flows; every flow pays
 // Alpha seconds of latency after its last byte. Counts are real numbers: a
 // link that is merely slower than the line rate has a fractional count.
+//
+// Stepped describes an executor that runs each rank's steps one after
+// another (react_torch's: a rank posts step s once everything of its step
+// s-1, sends and receives of every chunk, is done): a flow starts when both
+// its ends have started its step, and its FCT is timed from the receiver's
+// step start, waiting for a late sender included. Without it flows run as
+// data allows, one stream per chunk (NCCL's channels, the simulator).
 type Net struct {
 	C, Alpha float64
 	Up, Down []float64
+	Stepped  bool
 }
 
 // Replayer runs a pattern's dependency DAG through a Net with fair
@@ -46,6 +56,16 @@ type Replayer struct {
 	touch  []int32
 	cursor []int32
 	heap   []shareEntry
+
+	// Stepped: each rank's flows by step (CSR over rflows, rank-major,
+	// step order), the rank's position in it, the flows of its current
+	// step not yet complete, and when each flow's receiver entered its step
+	// (kept in start: a stepped FCT counts from there).
+	rstart []int32
+	rflows []int32
+	rpos   []int32
+	busy   []int32
+	mark   []int8 // flow: ends that have entered its step
 }
 
 // shareEntry is a link and its fair share when it was pushed.
@@ -116,11 +136,40 @@ func grow[T any](b []T, n int) []T {
 func (r *Replayer) Replay(p *ten.Pattern, dag *critpath.DAG, bytes float64, net *Net, scale, fct []float64) float64 {
 	nf := len(p.Flows)
 	n := p.Ranks
-	r.left = grow(r.left, nf)
-	r.sstart = grow(r.sstart, nf+1)
 	r.rem = grow(r.rem, nf)
 	r.rate = grow(r.rate, nf)
 	r.start = grow(r.start, nf)
+	if net.Stepped {
+		r.stepped(p)
+	} else {
+		r.dataflow(dag, nf)
+	}
+	r.lcap = grow(r.lcap, 2*n)
+	r.lcnt = grow(r.lcnt, 2*n)
+	clear(r.lcnt)
+	r.lstart = grow(r.lstart, 2*n)
+	r.lend = grow(r.lend, 2*n)
+	r.done, r.doneAt = r.done[:0], r.doneAt[:0]
+	for f := 0; f < nf; f++ {
+		b := p.Flows[f].Fraction * bytes
+		if scale != nil {
+			b *= scale[f]
+		}
+		r.rem[f] = b
+	}
+	if net.Stepped {
+		r.active = r.active[:0]
+		for x := 0; x < n; x++ {
+			r.enter(p, int32(x), 0)
+		}
+	}
+	return r.run(p, net, fct)
+}
+
+// dataflow readies the DAG's successor lists and the flows without preds.
+func (r *Replayer) dataflow(dag *critpath.DAG, nf int) {
+	r.left = grow(r.left, nf)
+	r.sstart = grow(r.sstart, nf+1)
 	clear(r.sstart)
 	edges := 0
 	for f := 0; f < nf; f++ {
@@ -142,24 +191,18 @@ func (r *Replayer) Replay(p *ten.Pattern, dag *critpath.DAG, bytes float64, net 
 			r.cursor[g]++
 		}
 	}
-	r.lcap = grow(r.lcap, 2*n)
-	r.lcnt = grow(r.lcnt, 2*n)
-	clear(r.lcnt)
-	r.lstart = grow(r.lstart, 2*n)
-	r.lend = grow(r.lend, 2*n)
 	r.active = r.active[:0]
-	r.done, r.doneAt = r.done[:0], r.doneAt[:0]
 	for f := 0; f < nf; f++ {
-		b := p.Flows[f].Fraction * bytes
-		if scale != nil {
-			b *= scale[f]
-		}
-		r.rem[f] = b
 		if r.left[f] == 0 {
 			r.start[f] = 0
 			r.active = append(r.active, int32(f))
 		}
 	}
+}
+
+// run is the event loop: fair rates, the next transfer end or completion,
+// completions releasing what waited for them.
+func (r *Replayer) run(p *ten.Pattern, net *Net, fct []float64) float64 {
 	now, mk := 0.0, 0.0
 	head := 0
 	dirty := true
@@ -213,6 +256,16 @@ func (r *Replayer) Replay(p *ten.Pattern, dag *critpath.DAG, bytes float64, net 
 			head++
 			fct[f] = end - r.start[f]
 			mk = max(mk, end)
+			if net.Stepped {
+				fl := &p.Flows[f]
+				for _, x := range [2]int32{fl.Src, fl.Dst} {
+					if r.busy[x]--; r.busy[x] == 0 {
+						r.enter(p, x, end)
+					}
+				}
+				dirty = true
+				continue
+			}
 			for _, s := range r.succ[r.sstart[f]:r.sstart[f+1]] {
 				if r.left[s]--; r.left[s] == 0 {
 					r.start[s] = end
@@ -299,4 +352,58 @@ func (r *Replayer) share(p *ten.Pattern, net *Net) {
 	for _, l := range r.touch {
 		r.lcnt[l] = 0
 	}
+}
+
+// stepped indexes every rank's flows by step for the stepped executor.
+func (r *Replayer) stepped(p *ten.Pattern) {
+	n, nf := p.Ranks, len(p.Flows)
+	r.rstart = grow(r.rstart, n+1)
+	clear(r.rstart)
+	for i := range p.Flows {
+		f := &p.Flows[i]
+		r.rstart[f.Src+1]++
+		r.rstart[f.Dst+1]++
+	}
+	for x := 0; x < n; x++ {
+		r.rstart[x+1] += r.rstart[x]
+	}
+	r.rflows = grow(r.rflows, 2*nf)
+	r.cursor = append(r.cursor[:0], r.rstart[:n]...)
+	for i := range p.Flows {
+		f := &p.Flows[i]
+		for _, x := range [2]int32{f.Src, f.Dst} {
+			r.rflows[r.cursor[x]] = int32(i)
+			r.cursor[x]++
+		}
+	}
+	for x := 0; x < n; x++ {
+		fl := r.rflows[r.rstart[x]:r.rstart[x+1]]
+		slices.SortStableFunc(fl, func(a, b int32) int { return cmp.Compare(p.Flows[a].Step, p.Flows[b].Step) })
+	}
+	r.rpos = append(r.rpos[:0], r.rstart[:n]...)
+	r.busy = grow(r.busy, n)
+	clear(r.busy)
+	r.mark = grow(r.mark, nf)
+	clear(r.mark)
+}
+
+// enter moves rank x, whose current step is done, into its next step with
+// flows at time t: the step's flows whose other end is there too start.
+func (r *Replayer) enter(p *ten.Pattern, x int32, t float64) {
+	k, end := r.rpos[x], r.rstart[x+1]
+	if k >= end {
+		return
+	}
+	step := p.Flows[r.rflows[k]].Step
+	for ; k < end && p.Flows[r.rflows[k]].Step == step; k++ {
+		f := r.rflows[k]
+		r.busy[x]++
+		if p.Flows[f].Dst == x {
+			r.start[f] = t // the receiver's step start: where a stepped FCT counts from
+		}
+		if r.mark[f]++; r.mark[f] == 2 {
+			r.active = append(r.active, f)
+		}
+	}
+	r.rpos[x] = k
 }

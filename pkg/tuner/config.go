@@ -54,6 +54,11 @@ type Config struct {
 	// and earlier misses demand). It plays Epsilon's part; Delta1, Delta2,
 	// Kt, KtGrowth, Epsilon, EMax and TauR are the paper loop's alone.
 	MinGain float64
+	// Stepped (Model "react") tells the link model how the executor runs:
+	// each rank's steps one after another, an FCT timed from the receiver's
+	// step start (react_torch's executor), rather than as data allows with
+	// an FCT from the flow's own start (NCCL-like channels, the simulator).
+	Stepped bool
 	// Confidence (Model "react"): a change is kept when its gain is
 	// significant at this one-sided level (Welch's t-test on the collective
 	// times before and after it).

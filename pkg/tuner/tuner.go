@@ -137,7 +137,7 @@ func New(cfg Config, initial *ten.Pattern, messageBytes float64) (*Tuner, error)
 		last: -1, resolved: map[int32]bool{}, rejected: map[string]bool{},
 	}
 	if cfg.Model == ModelReact {
-		m, err := links.NewModel(initial.Ranks, cfg.H, cfg.B)
+		m, err := links.NewModel(initial.Ranks, cfg.H, cfg.B, cfg.Stepped)
 		if err != nil {
 			return nil, fmt.Errorf("tuner: %w", err)
 		}

@@ -79,7 +79,9 @@ class Config:
     Seed: int = 1
 
     def tuner_json(self) -> Dict[str, Any]:
-        return {k: getattr(self, k) for k in _TUNER_KEYS}
+        # the executor runs each rank's steps in order and times a flow from
+        # the receiver's step start: the link model must replay it so
+        return {**{k: getattr(self, k) for k in _TUNER_KEYS}, "Stepped": True}
 
     def algo(self, op: str) -> str:
         return getattr(self, "algo_" + op)
