@@ -164,6 +164,12 @@ func (e *ExternalSpec) check(s *Scenario, hosts int) error {
 			return fmt.Errorf("rank %d out of range [0, %d) of job %s", r, s.Jobs[e.Job].Ranks, s.Jobs[e.Job].Name)
 		}
 	}
+	if e.FromEpoch < 0 || e.FromEpoch >= s.Epochs {
+		return fmt.Errorf("from_epoch = %d, want in [0, epochs = %d) (epochs of job %s)", e.FromEpoch, s.Epochs, s.Jobs[e.Job].Name)
+	}
+	if t := e.ToEpoch; t != nil && (*t <= e.FromEpoch || *t > s.Epochs) {
+		return fmt.Errorf("to_epoch = %d, want in (from_epoch = %d, epochs = %d] (exclusive; leave it out for no end)", *t, e.FromEpoch, s.Epochs)
+	}
 	return nil
 }
 

@@ -112,6 +112,18 @@ func TestDecodeErrors(t *testing.T) {
 		{"external rank", edit(t, fig1, func(m map[string]any) {
 			m["external"] = []any{map[string]any{"p": 1, "random": 1, "ranks": []int{16}}}
 		}), "rank 16 out of range [0, 16)"},
+		{"external from_epoch", edit(t, fig1, func(m map[string]any) {
+			m["external"] = []any{map[string]any{"p": 1, "random": 1, "from_epoch": -1}}
+		}), "external[0]: from_epoch = -1, want in [0, epochs = 120)"},
+		{"external from_epoch past the end", edit(t, fig1, func(m map[string]any) {
+			m["external"] = []any{map[string]any{"p": 1, "random": 1, "from_epoch": 120}}
+		}), "from_epoch = 120"},
+		{"external empty window", edit(t, fig1, func(m map[string]any) {
+			m["external"] = []any{map[string]any{"p": 1, "random": 1, "from_epoch": 30, "to_epoch": 30}}
+		}), "external[0]: to_epoch = 30, want in (from_epoch = 30, epochs = 120]"},
+		{"external to_epoch past the end", edit(t, fig1, func(m map[string]any) {
+			m["external"] = []any{map[string]any{"p": 1, "random": 1, "to_epoch": 121}}
+		}), "to_epoch = 121"},
 		{"failure capacity", edit(t, fig1, func(m map[string]any) { m["failures"] = []any{map[string]any{"random": 1}} }), "failures[0]: capacity = 0"},
 		{"failure link", edit(t, fig1, func(m map[string]any) {
 			m["failures"] = []any{map[string]any{"capacity": 30e9, "links": []any{map[string]any{"from": "h1", "to": "h2"}}}}
@@ -269,6 +281,32 @@ func TestFig1(t *testing.T) {
 	}
 	if j.Share == nil || *j.Share < 0.99 {
 		t.Errorf("REACT's share of the oracle's gain %v, want 1", j.Share)
+	}
+}
+
+// TestExternalWindow: fig1's external flows only in epochs 2..4 of the
+// job: the static AllReduce takes 1152 us before and after, 1312 us during.
+func TestExternalWindow(t *testing.T) {
+	src := edit(t, fig1, func(m map[string]any) {
+		m["epochs"], m["measure_after"] = 8, 0
+		m["external"].([]any)[0].(map[string]any)["from_epoch"] = 2
+		m["external"].([]any)[0].(map[string]any)["to_epoch"] = 5
+		m["oracle"] = map[string]any{"off": true}
+		delete(m, "variants")
+	})
+	s := decode(t, src)
+	r, err := s.RunCase(s.Cases()[0], Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []float64{1152, 1152, 1312, 1312, 1312, 1152, 1152, 1152}
+	for e, got := range r.Jobs[0].Baseline.Times {
+		if !near(got, want[e]*1e-6, 1e-3) {
+			t.Errorf("epoch %d: %.1f us, want %.0f us", e, got*1e6, want[e])
+		}
+	}
+	if x := r.External[0]; !x.Windowed || x.FromEpoch != 2 || x.ToEpoch != 5 || x.Job != 0 {
+		t.Errorf("results name the window %+v, want epochs [2, 5) of job 0", x)
 	}
 }
 

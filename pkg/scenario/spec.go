@@ -69,6 +69,11 @@ type PlacementSpec struct {
 // Direction "out" (default) the sources are distinct ranks of Job (Ranks,
 // when given, limits them) and the destinations random hosts outside every
 // job; with "in" the other way round, into the job's ranks.
+//
+// FromEpoch and ToEpoch make the congestion start and stop: the flows
+// exist only while Job runs its epochs FromEpoch..ToEpoch-1 (default: from
+// epoch 0, to the end), counted in the job's own epochs so that "congestion
+// from epoch 30" means the same whatever the pattern's speed.
 type ExternalSpec struct {
 	P         int        `json:"p"`
 	Pairs     []HostPair `json:"pairs,omitempty"`
@@ -76,7 +81,12 @@ type ExternalSpec struct {
 	Job       int        `json:"job,omitempty"`
 	Direction string     `json:"direction,omitempty"`
 	Ranks     []int      `json:"ranks,omitempty"`
+	FromEpoch int        `json:"from_epoch,omitempty"`
+	ToEpoch   *int       `json:"to_epoch,omitempty"` // exclusive
 }
+
+// windowed says whether the flows come and go.
+func (e *ExternalSpec) windowed() bool { return e.FromEpoch > 0 || e.ToEpoch != nil }
 
 // HostPair is a source and a destination host.
 type HostPair struct {
