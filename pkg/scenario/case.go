@@ -393,6 +393,9 @@ func (in *instance) newSim(external, failures bool) *netsim.Sim {
 func (t *TunerSpec) config(seed uint64) tuner.Config {
 	c := tuner.DefaultConfig()
 	c.Seed = seed
+	if t.Model != "" {
+		c.Model = t.Model
+	}
 	setI := func(dst *int, v *int) {
 		if v != nil {
 			*dst = *v

@@ -133,6 +133,7 @@ func TestDecodeErrors(t *testing.T) {
 		}), `unknown node "h99"`},
 		{"failure scope", edit(t, fig1, func(m map[string]any) { m["failures"] = []any{map[string]any{"capacity": 1e9, "scope": "core"}} }), `scope "core"`},
 		{"tuner", edit(t, fig1, func(m map[string]any) { m["tuner"] = map[string]any{"B": 0} }), "tuner: tuner config: B = 0"},
+		{"tuner model", edit(t, fig1, func(m map[string]any) { m["tuner"] = map[string]any{"model": "best"} }), `tuner: tuner config: Model = "best", want "react" or "paper"`},
 		{"oracle depth", edit(t, fig1, func(m map[string]any) { m["oracle"] = map[string]any{"depth": 3} }), "oracle: depth = 3"},
 		{"oracle objective", edit(t, fig1, func(m map[string]any) { m["oracle"] = map[string]any{"objective": "max"} }), `objective "max"`},
 		{"variant no change", edit(t, fig1, func(m map[string]any) { m["variants"] = []any{map[string]any{"name": "v"}} }), "changes nothing"},

@@ -115,6 +115,9 @@ type LinkRef struct {
 
 // TunerSpec overrides fields of tuner.DefaultConfig for every tuned job.
 type TunerSpec struct {
+	// Model is the tuner's judge: tuner.ModelReact or tuner.ModelPaper
+	// (the paper's Algorithm 1, kept for comparison); default the tuner's.
+	Model    string   `json:"model,omitempty"`
 	B        *int     `json:"B,omitempty"`
 	Delta1   *float64 `json:"delta1,omitempty"`
 	Delta2   *float64 `json:"delta2,omitempty"`
