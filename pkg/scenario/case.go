@@ -71,6 +71,7 @@ const (
 	streamECMP
 	streamSim
 	streamTuner
+	streamNoise
 )
 
 func caseRand(seed uint64, stream uint64) *rand.Rand {

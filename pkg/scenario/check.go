@@ -33,6 +33,9 @@ func (s *Scenario) check() error {
 			return fmt.Errorf("failures[%d]: %w", i, err)
 		}
 	}
+	if err := s.Noise.check(); err != nil {
+		return fmt.Errorf("noise: %w", err)
+	}
 	vn := map[string]bool{}
 	for i := range s.Variants {
 		v := &s.Variants[i]

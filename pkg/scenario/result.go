@@ -11,16 +11,19 @@ const ResultFormat = "react.sim-results/v1"
 // Result is every figure of a scenario: per cell, a summary per job over
 // the cell's seeds, and every run.
 type Result struct {
-	Format       string       `json:"format"`
-	Scenario     string       `json:"scenario"`
-	Figure       string       `json:"figure,omitempty"`
-	Description  string       `json:"description,omitempty"`
-	Seed         uint64       `json:"seed"`
-	Seeds        int          `json:"seeds"`
-	Epochs       int          `json:"epochs"`
-	MeasureAfter int          `json:"measure_after"`
-	Axes         []string     `json:"axes,omitempty"`
-	Cells        []CellResult `json:"cells"`
+	Format       string   `json:"format"`
+	Scenario     string   `json:"scenario"`
+	Figure       string   `json:"figure,omitempty"`
+	Description  string   `json:"description,omitempty"`
+	Seed         uint64   `json:"seed"`
+	Seeds        int      `json:"seeds"`
+	Epochs       int      `json:"epochs"`
+	MeasureAfter int      `json:"measure_after"`
+	Axes         []string `json:"axes,omitempty"`
+	// Noise is the scenario's measurement noise (swept values are in each
+	// cell's params).
+	Noise *NoiseSpec   `json:"noise,omitempty"`
+	Cells []CellResult `json:"cells"`
 }
 
 // CellResult is one cell of the sweep.
@@ -98,6 +101,10 @@ func (s *Scenario) Summarize(runs []*Run) (*Result, error) {
 	}
 	res := &Result{Format: ResultFormat, Scenario: s.Name, Figure: s.Figure, Description: s.Description,
 		Seed: s.Seed, Seeds: len(s.Seeds()), Epochs: s.Epochs, MeasureAfter: s.MeasureAfter}
+	if s.Noise.on() {
+		n := s.Noise
+		res.Noise = &n
+	}
 	if s.Sweep != nil {
 		for _, ax := range s.Sweep.Axes {
 			res.Axes = append(res.Axes, ax.Param)

@@ -291,6 +291,7 @@ type reactDriver struct {
 	static []*ten.Pattern
 	tuners []*tuner.Tuner
 	rec    *recorder
+	noise  *noise // nil: the tuner sees the simulator's times
 	err    error
 
 	changes, kept, reverted []int
@@ -322,7 +323,11 @@ func (d *reactDriver) Done(r netsim.EpochResult) {
 	for i := range fct {
 		fct[i] = max(r.FlowFinish[i]-r.FlowStart[i], minFCT)
 	}
-	dec, err := tu.Observe(r.Epoch, fct, r.Elapsed)
+	elapsed := r.Elapsed
+	if d.noise != nil {
+		elapsed = d.noise.apply(r.Job, r.Epoch, r.Pattern, fct, elapsed)
+	}
+	dec, err := tu.Observe(r.Epoch, fct, elapsed)
 	if err != nil {
 		d.err = fmt.Errorf("job %d epoch %d: %w", r.Job, r.Epoch, err)
 		return
@@ -366,7 +371,7 @@ type reactResult struct {
 
 func (in *instance) react(sim *netsim.Sim, tuned []int) (*reactResult, error) {
 	n := len(in.sc.Jobs)
-	d := &reactDriver{static: in.patterns, tuners: make([]*tuner.Tuner, n), rec: newRecorder(n),
+	d := &reactDriver{static: in.patterns, tuners: make([]*tuner.Tuner, n), rec: newRecorder(n), noise: newNoise(in.sc.Noise, in.seed, n),
 		changes: make([]int, n), kept: make([]int, n), reverted: make([]int, n), decisions: make([][]Decision, n)}
 	seeds := caseRand(in.seed, streamTuner)
 	for _, j := range tuned {

@@ -50,7 +50,9 @@ type Scenario struct {
 	External     []ExternalSpec `json:"external,omitempty"`
 	Failures     []FailureSpec  `json:"failures,omitempty"`
 	Tuner        TunerSpec      `json:"tuner,omitzero"`
-	Oracle       OracleSpec     `json:"oracle,omitzero"`
+	// Noise is measurement noise on what the tuner sees.
+	Noise  NoiseSpec  `json:"noise,omitzero"`
+	Oracle OracleSpec `json:"oracle,omitzero"`
 	// Variants are extra static runs beside the baseline (no congestion, a
 	// transform applied by hand).
 	Variants []VariantSpec `json:"variants,omitempty"`

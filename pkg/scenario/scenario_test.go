@@ -134,6 +134,17 @@ func TestDecodeErrors(t *testing.T) {
 		{"failure scope", edit(t, fig1, func(m map[string]any) { m["failures"] = []any{map[string]any{"capacity": 1e9, "scope": "core"}} }), `scope "core"`},
 		{"tuner", edit(t, fig1, func(m map[string]any) { m["tuner"] = map[string]any{"B": 0} }), "tuner: tuner config: B = 0"},
 		{"tuner model", edit(t, fig1, func(m map[string]any) { m["tuner"] = map[string]any{"model": "best"} }), `tuner: tuner config: Model = "best", want "react" or "paper"`},
+		{"noise sigma", edit(t, fig1, func(m map[string]any) { m["noise"] = map[string]any{"sigma": -0.1} }), "noise: sigma = -0.1, want in [0, 4]"},
+		{"noise rank_sigma", edit(t, fig1, func(m map[string]any) { m["noise"] = map[string]any{"rank_sigma": 5, "period": 2} }), "noise: rank_sigma = 5"},
+		{"noise period", edit(t, fig1, func(m map[string]any) { m["noise"] = map[string]any{"rank_sigma": 0.3} }), "noise: period = 0 epochs with rank_sigma = 0.3, want >= 1"},
+		{"noise negative period", edit(t, fig1, func(m map[string]any) { m["noise"] = map[string]any{"sigma": 0.1, "period": -3} }), "noise: period = -3 epochs"},
+		{"noise field", edit(t, fig1, func(m map[string]any) { m["noise"] = map[string]any{"sigma": 0.1, "std": 1} }), `unknown field "std"`},
+		{"sweep noise_sigma", edit(t, small, func(m map[string]any) {
+			m["sweep"] = map[string]any{"axes": []any{map[string]any{"param": "noise_sigma", "values": []any{0.1, -1}}}}
+		}), "cell noise_sigma=-1: noise: sigma = -1"},
+		{"sweep rank_sigma without period", edit(t, small, func(m map[string]any) {
+			m["sweep"] = map[string]any{"axes": []any{map[string]any{"param": "rank_sigma", "values": []any{0, 0.3}}}}
+		}), "cell rank_sigma=0.3: noise: period = 0 epochs with rank_sigma = 0.3"},
 		{"oracle depth", edit(t, fig1, func(m map[string]any) { m["oracle"] = map[string]any{"depth": 3} }), "oracle: depth = 3"},
 		{"oracle objective", edit(t, fig1, func(m map[string]any) { m["oracle"] = map[string]any{"objective": "max"} }), `objective "max"`},
 		{"variant no change", edit(t, fig1, func(m map[string]any) { m["variants"] = []any{map[string]any{"name": "v"}} }), "changes nothing"},

@@ -22,7 +22,8 @@ type SweepSpec struct {
 // "bytes" and "ranks" (every job), "collective" ("op/algo", every job),
 // "overlap" (Shared of every overlap placement), "failures" (Random of
 // every failure spec), "capacity" (Capacity of every failure spec),
-// "react_jobs" (the first n jobs run REACT, the others stay static).
+// "react_jobs" (the first n jobs run REACT, the others stay static),
+// "noise_sigma" and "rank_sigma" (the noise's Sigma and RankSigma).
 type Axis struct {
 	Param  string  `json:"param"`
 	Values []Value `json:"values"`
@@ -93,7 +94,7 @@ func (s *Scenario) clone() *Scenario {
 }
 
 func paramNames() []string {
-	return []string{"pairs", "p", "ports", "bytes", "ranks", "collective", "overlap", "failures", "capacity", "react_jobs"}
+	return []string{"pairs", "p", "ports", "bytes", "ranks", "collective", "overlap", "failures", "capacity", "react_jobs", "noise_sigma", "rank_sigma"}
 }
 
 func knownParam(p string) bool {
@@ -213,6 +214,15 @@ func (s *Scenario) apply(p Param) error {
 		for i := range s.Jobs {
 			on := i < n
 			s.Jobs[i].React = &on
+		}
+	case "noise_sigma", "rank_sigma":
+		if v.IsStr {
+			return fmt.Errorf("%s must be a number, got %q", p.Param, v.Str)
+		}
+		if p.Param == "noise_sigma" {
+			s.Noise.Sigma = v.Num
+		} else {
+			s.Noise.RankSigma = v.Num
 		}
 	default:
 		return fmt.Errorf("unknown param %q", p.Param)
