@@ -3,6 +3,8 @@ package scenario
 import (
 	"fmt"
 	"math"
+	"slices"
+	"strings"
 
 	"github.com/react-torch/react-torch/pkg/ten"
 )
@@ -226,6 +228,37 @@ func (t *TunerSpec) check() error {
 	cfg := t.config(0)
 	if err := cfg.Validate(); err != nil {
 		return err
+	}
+	return nil
+}
+
+// reservedNames are the columns every table has; a compared run may not
+// take one.
+var reservedNames = []string{"baseline", "react", "oracle", "climb"}
+
+func (s *Scenario) checkCompare() error {
+	seen := map[string]bool{}
+	for i := range s.Compare {
+		c := &s.Compare[i]
+		name := strings.ToLower(c.Name)
+		switch {
+		case c.Name == "":
+			return fmt.Errorf("compare[%d]: no name", i)
+		case slices.Contains(reservedNames, name):
+			return fmt.Errorf("compare[%d]: name %q is a column of every table (%s); choose another", i, c.Name, strings.Join(reservedNames, ", "))
+		case seen[name]:
+			return fmt.Errorf("compare[%d]: name %q used twice", i, c.Name)
+		}
+		seen[name] = true
+		for k := range s.Variants {
+			if strings.ToLower(s.Variants[k].Name) == name {
+				return fmt.Errorf("compare[%d]: name %q is also variants[%d]'s", i, c.Name, k)
+			}
+		}
+		t := c.Tuner.over(s.Tuner)
+		if err := t.check(); err != nil {
+			return fmt.Errorf("compare[%d] (%s): tuner: %w", i, c.Name, err)
+		}
 	}
 	return nil
 }

@@ -95,6 +95,9 @@ func (s *Scenario) prepare(read func(string) ([]byte, error)) error {
 	if err := s.Tuner.check(); err != nil {
 		return fmt.Errorf("tuner: %w", err)
 	}
+	if err := s.checkCompare(); err != nil {
+		return err
+	}
 	sw := s.Sweep
 	if sw == nil {
 		sw = &SweepSpec{}

@@ -107,13 +107,14 @@ type reactResult struct {
 	decisions               [][]Decision
 }
 
-func (in *instance) react(sim *netsim.Sim, tuned []int) (*reactResult, error) {
+// react runs the tuned jobs with tuners of spec's settings in the loop.
+func (in *instance) react(sim *netsim.Sim, tuned []int, spec TunerSpec) (*reactResult, error) {
 	n := len(in.sc.Jobs)
 	d := &reactDriver{static: in.patterns, tuners: make([]*tuner.Tuner, n), rec: newRecorder(n), noise: newNoise(in.sc.Noise, in.seed, n),
 		changes: make([]int, n), kept: make([]int, n), reverted: make([]int, n), decisions: make([][]Decision, n)}
 	seeds := caseRand(in.seed, streamTuner)
 	for _, j := range tuned {
-		cfg := in.sc.Tuner.config(seeds.Uint64() + uint64(j))
+		cfg := spec.config(seeds.Uint64() + uint64(j))
 		tu, err := tuner.New(cfg, in.patterns[j], in.sc.Jobs[j].Bytes)
 		if err != nil {
 			return nil, fmt.Errorf("job %s: %w", in.sc.Jobs[j].Name, err)

@@ -73,6 +73,18 @@ type JobSummary struct {
 	// improvement; nil when the oracle gains under 0.1% on average.
 	Share   *float64 `json:"share,omitempty"`
 	Changes Stat     `json:"changes"`
+	// Compare summarises each compared tuner setting's runs.
+	Compare []CompareSummary `json:"compare,omitempty"`
+}
+
+// CompareSummary is a compared tuner setting's JobSummary figures.
+type CompareSummary struct {
+	Name           string        `json:"name"`
+	React          SeriesSummary `json:"react"`
+	Improvement    Stat          `json:"improvement"`
+	ImprovementP95 Stat          `json:"improvement_p95"`
+	Share          *float64      `json:"share,omitempty"`
+	Changes        Stat          `json:"changes"`
 }
 
 // Run runs every case in order, one after the other, and summarises them.
@@ -164,6 +176,19 @@ func summarizeJob(runs []*Run, j int) JobSummary {
 			sh := js.Improvement.Mean / oi.Mean
 			js.Share = &sh
 		}
+	}
+	for k := range first.Compare {
+		cs := CompareSummary{Name: first.Compare[k].Name,
+			React:          sum(func(r *JobRun) *Series { return &r.Compare[k].React }),
+			Improvement:    newStat(pick(func(r *JobRun) float64 { return r.Compare[k].Improvement })),
+			ImprovementP95: newStat(pick(func(r *JobRun) float64 { return r.Compare[k].ImprovementP95 })),
+			Changes:        newStat(pick(func(r *JobRun) float64 { return float64(r.Compare[k].Changes) })),
+		}
+		if js.OracleImprovement != nil && js.OracleImprovement.Mean > 0.1 {
+			sh := cs.Improvement.Mean / js.OracleImprovement.Mean
+			cs.Share = &sh
+		}
+		js.Compare = append(js.Compare, cs)
 	}
 	for k := range first.Variants {
 		js.Variants = append(js.Variants, NamedSummary{first.Variants[k].Name, sum(func(r *JobRun) *Series { return &r.Variants[k].Series })})

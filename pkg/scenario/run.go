@@ -62,6 +62,9 @@ type JobRun struct {
 	Kept      int        `json:"kept"`
 	Reverted  int        `json:"reverted"`
 	Decisions []Decision `json:"decisions,omitempty"`
+	// Compare is the run of each of the scenario's compared tuner
+	// settings, in its order.
+	Compare []CompareRun `json:"compare,omitempty"`
 	// The oracle's pattern is these transforms of the initial one.
 	OracleSwaps []string `json:"oracle_swaps,omitempty"`
 	// OracleEvaluated counts its simulations; OracleDepth is the depth it
@@ -70,6 +73,20 @@ type JobRun struct {
 	OracleEvaluated  int  `json:"oracle_evaluated,omitempty"`
 	OracleDepth      int  `json:"oracle_depth,omitempty"`
 	OracleExhaustive bool `json:"oracle_exhaustive,omitempty"`
+}
+
+// CompareRun is one compared tuner setting's REACT run of a job: the
+// same figures as JobRun's for the main one.
+type CompareRun struct {
+	Name           string     `json:"name"`
+	React          Series     `json:"react"`
+	Improvement    float64    `json:"improvement"`
+	ImprovementP95 float64    `json:"improvement_p95"`
+	Share          *float64   `json:"share,omitempty"`
+	Changes        int        `json:"changes"`
+	Kept           int        `json:"kept"`
+	Reverted       int        `json:"reverted"`
+	Decisions      []Decision `json:"decisions,omitempty"`
 }
 
 // Run is one case: what its seed drew and every figure of every job.
@@ -90,7 +107,8 @@ type Options struct {
 	Progress func(done float64)
 }
 
-// RunCase runs one case: baseline, REACT, oracle and variants.
+// RunCase runs one case: baseline, REACT, the compared tuner settings,
+// oracle and variants.
 func (s *Scenario) RunCase(c Case, opt Options) (*Run, error) {
 	in, err := s.instance(c)
 	if err != nil {
@@ -98,7 +116,7 @@ func (s *Scenario) RunCase(c Case, opt Options) (*Run, error) {
 	}
 	sc := in.sc
 	run := &Run{Cell: c.Cell, Params: slices.Clone(s.cells[c.Cell].params), Seed: c.Seed, Hosts: in.hosts, External: in.ext, Cuts: in.cuts}
-	prog := progress{f: opt.Progress, total: float64(2 + len(sc.Variants))}
+	prog := progress{f: opt.Progress, total: float64(2 + len(sc.Variants) + len(sc.Compare))}
 	var tuned []int
 	for i := range sc.Jobs {
 		if sc.Jobs[i].react() {
@@ -117,11 +135,19 @@ func (s *Scenario) RunCase(c Case, opt Options) (*Run, error) {
 		return nil, fmt.Errorf("baseline: %w", err)
 	}
 	prog.step(1)
-	react, err := in.react(sim, tuned)
+	react, err := in.react(sim, tuned, sc.Tuner)
 	if err != nil {
 		return nil, fmt.Errorf("react: %w", err)
 	}
 	prog.step(1)
+	compare := make([]*reactResult, len(sc.Compare))
+	for k := range sc.Compare {
+		cs := &sc.Compare[k]
+		if compare[k], err = in.react(sim, tuned, cs.Tuner.over(sc.Tuner)); err != nil {
+			return nil, fmt.Errorf("react (%s): %w", cs.Name, err)
+		}
+		prog.step(1)
+	}
 	var orc *oracleResult
 	if !sc.Oracle.Off {
 		if orc, err = in.oracle(sim, tuned, base, &prog); err != nil {
@@ -153,12 +179,19 @@ func (s *Scenario) RunCase(c Case, opt Options) (*Run, error) {
 			jr.Oracle = &o
 			g, g95 := gain(jr.Baseline.AlgBW, o.AlgBW), gain(jr.Baseline.AlgBWP95, o.AlgBWP95)
 			jr.OracleImprovement, jr.OracleImprovementP95 = &g, &g95
-			if d := o.AlgBW - jr.Baseline.AlgBW; d > 1e-3*jr.Baseline.AlgBW {
-				sh := (jr.React.AlgBW - jr.Baseline.AlgBW) / d
-				jr.Share = &sh
-			}
+			jr.Share = share(jr.Baseline.AlgBW, jr.React.AlgBW, o.AlgBW)
 			jr.OracleSwaps = orc.swaps[i]
 			jr.OracleEvaluated, jr.OracleDepth, jr.OracleExhaustive = orc.evaluated[i], orc.depth[i], orc.exhaustive[i]
+		}
+		for k, cr := range compare {
+			c := CompareRun{Name: sc.Compare[k].Name, React: cr.series[i],
+				Changes: cr.changes[i], Kept: cr.kept[i], Reverted: cr.reverted[i], Decisions: cr.decisions[i]}
+			c.Improvement = gain(jr.Baseline.AlgBW, c.React.AlgBW)
+			c.ImprovementP95 = gain(jr.Baseline.AlgBWP95, c.React.AlgBWP95)
+			if jr.Oracle != nil {
+				c.Share = share(jr.Baseline.AlgBW, c.React.AlgBW, jr.Oracle.AlgBW)
+			}
+			jr.Compare = append(jr.Compare, c)
 		}
 		for k := range sc.Variants {
 			jr.Variants = append(jr.Variants, NamedSeries{sc.Variants[k].Name, variants[k][i]})
@@ -171,6 +204,17 @@ func (s *Scenario) RunCase(c Case, opt Options) (*Run, error) {
 
 // gain is b over a in percent.
 func gain(a, b float64) float64 { return 100 * (b/a - 1) }
+
+// share is a tuner's gain in algorithm bandwidth over the baseline's (base)
+// as a fraction of the oracle's; nil when the oracle gains under 0.1%.
+func share(base, tuned, oracle float64) *float64 {
+	d := oracle - base
+	if d <= 1e-3*base {
+		return nil
+	}
+	sh := (tuned - base) / d
+	return &sh
+}
 
 type progress struct {
 	f           func(float64)

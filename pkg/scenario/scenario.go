@@ -50,6 +50,8 @@ type Scenario struct {
 	External     []ExternalSpec `json:"external,omitempty"`
 	Failures     []FailureSpec  `json:"failures,omitempty"`
 	Tuner        TunerSpec      `json:"tuner,omitzero"`
+	// Compare runs REACT again with other tuner settings.
+	Compare []CompareSpec `json:"compare,omitempty"`
 	// Noise is measurement noise on what the tuner sees.
 	Noise  NoiseSpec  `json:"noise,omitzero"`
 	Oracle OracleSpec `json:"oracle,omitzero"`

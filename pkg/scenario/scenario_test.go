@@ -145,6 +145,19 @@ func TestDecodeErrors(t *testing.T) {
 		{"sweep rank_sigma without period", edit(t, small, func(m map[string]any) {
 			m["sweep"] = map[string]any{"axes": []any{map[string]any{"param": "rank_sigma", "values": []any{0, 0.3}}}}
 		}), "cell rank_sigma=0.3: noise: period = 0 epochs with rank_sigma = 0.3"},
+		{"compare no name", edit(t, fig1, func(m map[string]any) { m["compare"] = []any{map[string]any{"tuner": map[string]any{}}} }), "compare[0]: no name"},
+		{"compare reserved", edit(t, fig1, func(m map[string]any) { m["compare"] = []any{map[string]any{"name": "Oracle"}} }), `compare[0]: name "Oracle" is a column of every table`},
+		{"compare twice", edit(t, fig1, func(m map[string]any) {
+			m["compare"] = []any{map[string]any{"name": "paper"}, map[string]any{"name": "paper"}}
+		}), `compare[1]: name "paper" used twice`},
+		{"compare variant name", edit(t, fig1, func(m map[string]any) { m["compare"] = []any{map[string]any{"name": "no congestion"}} }), `compare[0]: name "no congestion" is also variants[0]'s`},
+		{"compare tuner", edit(t, fig1, func(m map[string]any) {
+			m["compare"] = []any{map[string]any{"name": "p", "tuner": map[string]any{"model": "x"}}}
+		}), `compare[0] (p): tuner: tuner config: Model = "x"`},
+		{"compare tuner with the scenario's", edit(t, fig1, func(m map[string]any) {
+			m["tuner"] = map[string]any{"H": 10}
+			m["compare"] = []any{map[string]any{"name": "p", "tuner": map[string]any{"B": 12}}}
+		}), `compare[0] (p): tuner: tuner config: H = 10, want >= B (12)`},
 		{"oracle depth", edit(t, fig1, func(m map[string]any) { m["oracle"] = map[string]any{"depth": 3} }), "oracle: depth = 3"},
 		{"oracle objective", edit(t, fig1, func(m map[string]any) { m["oracle"] = map[string]any{"objective": "max"} }), `objective "max"`},
 		{"variant no change", edit(t, fig1, func(m map[string]any) { m["variants"] = []any{map[string]any{"name": "v"}} }), "changes nothing"},

@@ -133,6 +133,43 @@ type TunerSpec struct {
 	Seed *uint64 `json:"seed,omitempty"`
 }
 
+// over returns t with the fields it leaves unset taken from base.
+func (t TunerSpec) over(base TunerSpec) TunerSpec {
+	if t.Model == "" {
+		t.Model = base.Model
+	}
+	pick := func(a, b *int) *int {
+		if a != nil {
+			return a
+		}
+		return b
+	}
+	pickF := func(a, b *float64) *float64 {
+		if a != nil {
+			return a
+		}
+		return b
+	}
+	t.B, t.Kt, t.KtGrowth, t.H = pick(t.B, base.B), pick(t.Kt, base.Kt), pick(t.KtGrowth, base.KtGrowth), pick(t.H, base.H)
+	t.EMax, t.AMax, t.Lag = pick(t.EMax, base.EMax), pick(t.AMax, base.AMax), pick(t.Lag, base.Lag)
+	t.Delta1, t.Delta2, t.Epsilon, t.TauR = pickF(t.Delta1, base.Delta1), pickF(t.Delta2, base.Delta2), pickF(t.Epsilon, base.Epsilon), pickF(t.TauR, base.TauR)
+	if t.Seed == nil {
+		t.Seed = base.Seed
+	}
+	return t
+}
+
+// CompareSpec is one more REACT run of every case, beside the main one,
+// with other tuner settings (Tuner overrides the scenario's tuner block),
+// so that a table shows two tuners side by side on the same congestion,
+// the same port draws and the same measurement noise: for example the
+// paper's algorithm, {"name": "paper", "tuner": {"model": "paper"}}. The
+// tuners' seeds are drawn as the main run's are.
+type CompareSpec struct {
+	Name  string    `json:"name"`
+	Tuner TunerSpec `json:"tuner"`
+}
+
 // OracleSpec bounds the oracle's exhaustive search. It tries every valid
 // transform of the tuner's three kinds on each tuned job's pattern (depth
 // 1), then, for jobs of at most MaxRanks2 ranks, every transform of the
