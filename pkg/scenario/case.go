@@ -111,6 +111,9 @@ type instance struct {
 	jobs     []netsim.Job
 	simSeed  uint64
 	l1       map[int][]move // the oracle's first level, per job
+	// scores remembers the oracles' judgements, so that the climb does
+	// not simulate again what the depth search did.
+	scores map[judgeKey]float64
 }
 
 func (s *Scenario) instance(c Case) (*instance, error) {

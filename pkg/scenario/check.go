@@ -215,6 +215,14 @@ func (o *OracleSpec) check() error {
 		return fmt.Errorf("screen = %d epochs, want >= 1", o.Screen)
 	case o.Refine < 0:
 		return fmt.Errorf("refine = %d, want >= 1", o.Refine)
+	case o.Restarts != nil && *o.Restarts < 0:
+		return fmt.Errorf("restarts = %d, want >= 0 (climbs after the first)", *o.Restarts)
+	case o.ClimbBudget < 0:
+		return fmt.Errorf("climb_budget = %d simulations, want >= 1", o.ClimbBudget)
+	case o.ClimbScreen < 0:
+		return fmt.Errorf("climb_screen = %d epochs, want >= 1", o.ClimbScreen)
+	case !o.Climb && (o.Restarts != nil || o.ClimbBudget != 0 || o.ClimbScreen != 0):
+		return fmt.Errorf("restarts, climb_budget and climb_screen shape the climbing oracle; set climb: true")
 	}
 	switch o.Objective {
 	case "", "mean", "p95":

@@ -69,8 +69,19 @@ type JobSummary struct {
 	ImprovementP95       Stat  `json:"improvement_p95"`
 	OracleImprovement    *Stat `json:"oracle_improvement,omitempty"`
 	OracleImprovementP95 *Stat `json:"oracle_improvement_p95,omitempty"`
-	// Share is the mean REACT improvement over the mean oracle
-	// improvement; nil when the oracle gains under 0.1% on average.
+	// OracleDepth is the deepest the depth search went in the cell.
+	OracleDepth int `json:"oracle_depth,omitempty"`
+	// The climbing oracle's figures, when it ran.
+	Climb               *SeriesSummary `json:"climb,omitempty"`
+	ClimbImprovement    *Stat          `json:"climb_improvement,omitempty"`
+	ClimbImprovementP95 *Stat          `json:"climb_improvement_p95,omitempty"`
+	// BestOracleImprovement is the better oracle's gain, run by run;
+	// ClimbBetter counts the runs where that was the climb.
+	BestOracleImprovement    *Stat `json:"best_oracle_improvement,omitempty"`
+	BestOracleImprovementP95 *Stat `json:"best_oracle_improvement_p95,omitempty"`
+	ClimbBetter              int   `json:"climb_better,omitempty"`
+	// Share is the mean REACT improvement over the mean improvement of the
+	// better oracle; nil when that gains under 0.1% on average.
 	Share   *float64 `json:"share,omitempty"`
 	Changes Stat     `json:"changes"`
 	// Compare summarises each compared tuner setting's runs.
@@ -172,11 +183,36 @@ func summarizeJob(runs []*Run, j int) JobSummary {
 		oi := newStat(pick(func(r *JobRun) float64 { return *r.OracleImprovement }))
 		oi95 := newStat(pick(func(r *JobRun) float64 { return *r.OracleImprovementP95 }))
 		js.OracleImprovement, js.OracleImprovementP95 = &oi, &oi95
-		if oi.Mean > 0.1 {
-			sh := js.Improvement.Mean / oi.Mean
-			js.Share = &sh
+		for _, r := range runs {
+			js.OracleDepth = max(js.OracleDepth, r.Jobs[j].OracleDepth)
 		}
 	}
+	if first.Climb != nil {
+		c := sum(func(r *JobRun) *Series { return r.Climb })
+		js.Climb = &c
+		ci := newStat(pick(func(r *JobRun) float64 { return *r.ClimbImprovement }))
+		ci95 := newStat(pick(func(r *JobRun) float64 { return *r.ClimbImprovementP95 }))
+		js.ClimbImprovement, js.ClimbImprovementP95 = &ci, &ci95
+		for _, r := range runs {
+			if r.Jobs[j].BestOracle == OracleClimb {
+				js.ClimbBetter++
+			}
+		}
+	}
+	if first.BestOracleImprovement != nil {
+		bi := newStat(pick(func(r *JobRun) float64 { return *r.BestOracleImprovement }))
+		bi95 := newStat(pick(func(r *JobRun) float64 { return *r.BestOracleImprovementP95 }))
+		js.BestOracleImprovement, js.BestOracleImprovementP95 = &bi, &bi95
+	}
+	// shareOf is a mean gain over the better oracle's mean gain.
+	shareOf := func(g float64) *float64 {
+		if js.BestOracleImprovement == nil || js.BestOracleImprovement.Mean <= 0.1 {
+			return nil
+		}
+		sh := g / js.BestOracleImprovement.Mean
+		return &sh
+	}
+	js.Share = shareOf(js.Improvement.Mean)
 	for k := range first.Compare {
 		cs := CompareSummary{Name: first.Compare[k].Name,
 			React:          sum(func(r *JobRun) *Series { return &r.Compare[k].React }),
@@ -184,10 +220,7 @@ func summarizeJob(runs []*Run, j int) JobSummary {
 			ImprovementP95: newStat(pick(func(r *JobRun) float64 { return r.Compare[k].ImprovementP95 })),
 			Changes:        newStat(pick(func(r *JobRun) float64 { return float64(r.Compare[k].Changes) })),
 		}
-		if js.OracleImprovement != nil && js.OracleImprovement.Mean > 0.1 {
-			sh := cs.Improvement.Mean / js.OracleImprovement.Mean
-			cs.Share = &sh
-		}
+		cs.Share = shareOf(cs.Improvement.Mean)
 		js.Compare = append(js.Compare, cs)
 	}
 	for k := range first.Variants {

@@ -54,8 +54,8 @@ type JobRun struct {
 	// OracleImprovement and OracleImprovementP95 are the oracle's.
 	OracleImprovement    *float64 `json:"oracle_improvement,omitempty"`
 	OracleImprovementP95 *float64 `json:"oracle_improvement_p95,omitempty"`
-	// Share is REACT's gain in algorithm bandwidth over the oracle's; nil
-	// when the oracle gains under 0.1%.
+	// Share is REACT's gain in algorithm bandwidth over the better
+	// oracle's (BestOracle); nil when that oracle gains under 0.1%.
 	Share *float64 `json:"share,omitempty"`
 	// Changes counts the patterns the tuner emitted (reverts included).
 	Changes   int        `json:"changes"`
@@ -73,7 +73,29 @@ type JobRun struct {
 	OracleEvaluated  int  `json:"oracle_evaluated,omitempty"`
 	OracleDepth      int  `json:"oracle_depth,omitempty"`
 	OracleExhaustive bool `json:"oracle_exhaustive,omitempty"`
+	// Climb is the climbing oracle's run (oracle.climb) and its gains;
+	// its pattern is ClimbSwaps applied to the initial one; it ran
+	// ClimbEvaluated simulations beyond the depth search's, and ClimbDone
+	// says that every climb reached its top within the budget.
+	Climb               *Series  `json:"climb,omitempty"`
+	ClimbImprovement    *float64 `json:"climb_improvement,omitempty"`
+	ClimbImprovementP95 *float64 `json:"climb_improvement_p95,omitempty"`
+	ClimbSwaps          []string `json:"climb_swaps,omitempty"`
+	ClimbEvaluated      int      `json:"climb_evaluated,omitempty"`
+	ClimbDone           bool     `json:"climb_done,omitempty"`
+	// BestOracle names the better of the two oracles by the oracle's
+	// objective (OracleDepth or OracleClimb; the depth search on a tie),
+	// the one Share is measured against, and its gains.
+	BestOracle               string   `json:"best_oracle,omitempty"`
+	BestOracleImprovement    *float64 `json:"best_oracle_improvement,omitempty"`
+	BestOracleImprovementP95 *float64 `json:"best_oracle_improvement_p95,omitempty"`
 }
+
+// The names of the two oracles in results (JobRun.BestOracle).
+const (
+	OracleDepth = "depth"
+	OracleClimb = "climb"
+)
 
 // CompareRun is one compared tuner setting's REACT run of a job: the
 // same figures as JobRun's for the main one.
@@ -126,6 +148,9 @@ func (s *Scenario) RunCase(c Case, opt Options) (*Run, error) {
 	if !sc.Oracle.Off {
 		for _, j := range tuned {
 			prog.total += in.oracleEstimate(j)
+			if sc.Oracle.Climb {
+				prog.total += in.climbEstimate(j)
+			}
 		}
 	}
 	sim := in.newSim(true, true)
@@ -148,10 +173,15 @@ func (s *Scenario) RunCase(c Case, opt Options) (*Run, error) {
 		}
 		prog.step(1)
 	}
-	var orc *oracleResult
+	var orc, clm *oracleResult
 	if !sc.Oracle.Off {
 		if orc, err = in.oracle(sim, tuned, base, &prog); err != nil {
 			return nil, fmt.Errorf("oracle: %w", err)
+		}
+		if sc.Oracle.Climb {
+			if clm, err = in.climb(sim, tuned, base, &prog); err != nil {
+				return nil, fmt.Errorf("climbing oracle: %w", err)
+			}
 		}
 	}
 	variants := make([][]Series, len(sc.Variants))
@@ -174,22 +204,38 @@ func (s *Scenario) RunCase(c Case, opt Options) (*Run, error) {
 		jr.Improvement = gain(jr.Baseline.AlgBW, jr.React.AlgBW)
 		jr.ImprovementP95 = gain(jr.Baseline.AlgBWP95, jr.React.AlgBWP95)
 		jr.Changes, jr.Kept, jr.Reverted, jr.Decisions = react.changes[i], react.kept[i], react.reverted[i], react.decisions[i]
+		var best *Series // the better oracle's run
 		if orc != nil {
 			o := orc.series[i]
-			jr.Oracle = &o
+			jr.Oracle, best = &o, &o
 			g, g95 := gain(jr.Baseline.AlgBW, o.AlgBW), gain(jr.Baseline.AlgBWP95, o.AlgBWP95)
 			jr.OracleImprovement, jr.OracleImprovementP95 = &g, &g95
-			jr.Share = share(jr.Baseline.AlgBW, jr.React.AlgBW, o.AlgBW)
 			jr.OracleSwaps = orc.swaps[i]
 			jr.OracleEvaluated, jr.OracleDepth, jr.OracleExhaustive = orc.evaluated[i], orc.depth[i], orc.exhaustive[i]
+			jr.BestOracle = OracleDepth
+		}
+		if clm != nil {
+			o := clm.series[i]
+			jr.Climb = &o
+			g, g95 := gain(jr.Baseline.AlgBW, o.AlgBW), gain(jr.Baseline.AlgBWP95, o.AlgBWP95)
+			jr.ClimbImprovement, jr.ClimbImprovementP95 = &g, &g95
+			jr.ClimbSwaps, jr.ClimbEvaluated, jr.ClimbDone = clm.swaps[i], clm.evaluated[i], clm.exhaustive[i]
+			if in.objective(o) > in.objective(*best) {
+				best, jr.BestOracle = &o, OracleClimb
+			}
+		}
+		if best != nil {
+			g, g95 := gain(jr.Baseline.AlgBW, best.AlgBW), gain(jr.Baseline.AlgBWP95, best.AlgBWP95)
+			jr.BestOracleImprovement, jr.BestOracleImprovementP95 = &g, &g95
+			jr.Share = share(jr.Baseline.AlgBW, jr.React.AlgBW, best.AlgBW)
 		}
 		for k, cr := range compare {
 			c := CompareRun{Name: sc.Compare[k].Name, React: cr.series[i],
 				Changes: cr.changes[i], Kept: cr.kept[i], Reverted: cr.reverted[i], Decisions: cr.decisions[i]}
 			c.Improvement = gain(jr.Baseline.AlgBW, c.React.AlgBW)
 			c.ImprovementP95 = gain(jr.Baseline.AlgBWP95, c.React.AlgBWP95)
-			if jr.Oracle != nil {
-				c.Share = share(jr.Baseline.AlgBW, c.React.AlgBW, jr.Oracle.AlgBW)
+			if best != nil {
+				c.Share = share(jr.Baseline.AlgBW, c.React.AlgBW, best.AlgBW)
 			}
 			jr.Compare = append(jr.Compare, c)
 		}

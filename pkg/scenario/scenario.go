@@ -3,8 +3,11 @@
 // collective pattern and placement, external flows, partial link failures,
 // and optionally a sweep over parameters and seeds. For every case it runs
 // the static pattern (baseline), REACT (the tuner in the loop, with the
-// runtime's lag) and an oracle (the best pattern one or two transforms away,
-// judged by the simulator itself), and returns every figure.
+// runtime's lag, and again with each compared tuner setting) and oracles
+// (the best pattern one or two transforms away, and optionally the top of a
+// hill climb over transforms, both judged by the simulator itself), and
+// returns every figure. Measurement noise, when asked for, touches only
+// what the tuner sees.
 //
 // It is the only package that joins the simulator (netsim) and the tuner,
 // the way the runtime joins the tuner and the network. It does no I/O:

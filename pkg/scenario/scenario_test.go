@@ -159,6 +159,10 @@ func TestDecodeErrors(t *testing.T) {
 			m["compare"] = []any{map[string]any{"name": "p", "tuner": map[string]any{"B": 12}}}
 		}), `compare[0] (p): tuner: tuner config: H = 10, want >= B (12)`},
 		{"oracle depth", edit(t, fig1, func(m map[string]any) { m["oracle"] = map[string]any{"depth": 3} }), "oracle: depth = 3"},
+		{"oracle restarts", edit(t, fig1, func(m map[string]any) { m["oracle"] = map[string]any{"climb": true, "restarts": -1} }), "oracle: restarts = -1, want >= 0"},
+		{"oracle climb_budget", edit(t, fig1, func(m map[string]any) { m["oracle"] = map[string]any{"climb": true, "climb_budget": -5} }), "oracle: climb_budget = -5 simulations"},
+		{"oracle climb settings without the climb", edit(t, fig1, func(m map[string]any) { m["oracle"] = map[string]any{"restarts": 3} }), "set climb: true"},
+		{"oracle climb_screen", edit(t, fig1, func(m map[string]any) { m["oracle"] = map[string]any{"climb": true, "climb_screen": -1} }), "oracle: climb_screen = -1 epochs"},
 		{"oracle objective", edit(t, fig1, func(m map[string]any) { m["oracle"] = map[string]any{"objective": "max"} }), `objective "max"`},
 		{"variant no change", edit(t, fig1, func(m map[string]any) { m["variants"] = []any{map[string]any{"name": "v"}} }), "changes nothing"},
 		{"variant rank", edit(t, fig1, func(m map[string]any) {

@@ -174,6 +174,15 @@ type CompareSpec struct {
 // transform of the tuner's three kinds on each tuned job's pattern (depth
 // 1), then, for jobs of at most MaxRanks2 ranks, every transform of the
 // Beam best of those (depth 2), until Budget simulations per job.
+//
+// Climb adds a second oracle, a hill climb with the simulator as judge:
+// from the initial pattern it moves to the best of every valid transform,
+// again and again until none improves, and climbs again from the Restarts
+// next-best first moves (default 2), until ClimbBudget new simulations per
+// job (default 1500; patterns the depth search judged cost nothing, a
+// screened simulation counts as one). Many
+// transforms away it finds what two cannot; tables show both oracles and
+// measure REACT's share against the better one.
 type OracleSpec struct {
 	Off       bool `json:"off,omitempty"`
 	Depth     int  `json:"depth,omitempty"`      // 1 or 2; default 2
@@ -188,6 +197,15 @@ type OracleSpec struct {
 	// whole runs decide. It cuts the cost where one run is dear (the Clos).
 	Screen int `json:"screen,omitempty"`
 	Refine int `json:"refine,omitempty"`
+
+	Climb       bool `json:"climb,omitempty"`
+	Restarts    *int `json:"restarts,omitempty"`
+	ClimbBudget int  `json:"climb_budget,omitempty"`
+	// ClimbScreen, when set, judges the climb's candidates on their first
+	// ClimbScreen epochs (default: as the depth search, Screen); the
+	// Refine best it saw and the top of every climb then run the whole
+	// case, and the whole runs decide.
+	ClimbScreen int `json:"climb_screen,omitempty"`
 }
 
 // VariantSpec is an extra static run: the baseline without external flows
@@ -247,6 +265,36 @@ func (o OracleSpec) maxRanks2() int { return cmpOr(o.MaxRanks2, 8) }
 func (o OracleSpec) beam() int      { return cmpOr(o.Beam, 4) }
 func (o OracleSpec) budget() int    { return cmpOr(o.Budget, 2000) }
 func (o OracleSpec) refine() int    { return cmpOr(o.Refine, 8) }
+func (o OracleSpec) climbBudget() int {
+	return cmpOr(o.ClimbBudget, 1500)
+}
+
+func (o OracleSpec) restarts() int {
+	if o.Restarts == nil {
+		return 2
+	}
+	return *o.Restarts
+}
+
+// screen is the number of first epochs the depth search judges its
+// candidates on, out of a case's epochs; 0 for whole runs.
+func (o OracleSpec) screen(epochs int) int {
+	if o.Screen > 0 && o.Screen < epochs {
+		return o.Screen
+	}
+	return 0
+}
+
+// climbScreen is screen for the climb: ClimbScreen, or the depth search's.
+func (o OracleSpec) climbScreen(epochs int) int {
+	if o.ClimbScreen > 0 {
+		if o.ClimbScreen < epochs {
+			return o.ClimbScreen
+		}
+		return 0
+	}
+	return o.screen(epochs)
+}
 
 func cmpOr(v, d int) int {
 	if v == 0 {
