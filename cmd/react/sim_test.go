@@ -88,8 +88,10 @@ func TestSimDeterministic(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("workers %s: exit %d: %s", w, code, stderr)
 		}
-		if !strings.Contains(stdout, "pairs") || !strings.Contains(stdout, "oracle %") {
-			t.Errorf("sweep table:\n%s", stdout)
+		for _, want := range []string{"pairs", "REACT %", "paper6 %", "oracle d2 %", "oracle climb %", "share", "paper6 share", "better oracle p95 %", "changes (max)", "paper6 changes", "oracle climb: the top of a hill climb"} {
+			if !strings.Contains(stdout, want) {
+				t.Errorf("sweep table lacks %q:\n%s", want, stdout)
+			}
 		}
 		r, data := readResult(t, filepath.Join(out, "results.json"))
 		if len(r.Cells) != 2 || len(r.Cells[0].Runs) != 2 {
