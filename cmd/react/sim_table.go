@@ -207,19 +207,25 @@ func writeSweepTable(w io.Writer, r *scenario.Result, j int) {
 	if js0.Climb != nil {
 		head = append(head, "oracle climb %")
 	}
-	head = append(head, "share")
-	for _, cs := range js0.Compare {
-		head = append(head, cs.Name+" share")
+	oracle := js0.Oracle != nil
+	if oracle {
+		head = append(head, "share")
+		for _, cs := range js0.Compare {
+			head = append(head, cs.Name+" share")
+		}
 	}
 	head = append(head, "REACT p95 %")
 	for _, cs := range js0.Compare {
 		head = append(head, cs.Name+" p95 %")
 	}
-	o95 := "better oracle p95 %"
-	if js0.Climb == nil {
-		o95 = oracleName(js0) + " p95 %"
+	if oracle {
+		o95 := "better oracle p95 %"
+		if js0.Climb == nil {
+			o95 = oracleName(js0) + " p95 %"
+		}
+		head = append(head, o95)
 	}
-	head = append(head, o95, "changes (max)")
+	head = append(head, "changes (max)")
 	for _, cs := range js0.Compare {
 		head = append(head, cs.Name+" changes")
 	}
@@ -251,19 +257,24 @@ func writeSweepTable(w io.Writer, r *scenario.Result, j int) {
 			}
 			row = append(row, o)
 		}
-		row = append(row, shareStr(js.Share))
-		for _, cs := range js.Compare {
-			row = append(row, shareStr(cs.Share))
+		if oracle {
+			row = append(row, shareStr(js.Share))
+			for _, cs := range js.Compare {
+				row = append(row, shareStr(cs.Share))
+			}
 		}
 		row = append(row, pct(js.ImprovementP95.Mean))
 		for _, cs := range js.Compare {
 			row = append(row, pct(cs.ImprovementP95.Mean))
 		}
-		o95 := "-"
-		if js.BestOracleImprovementP95 != nil {
-			o95 = pct(js.BestOracleImprovementP95.Mean)
+		if oracle {
+			o95 := "-"
+			if js.BestOracleImprovementP95 != nil {
+				o95 = pct(js.BestOracleImprovementP95.Mean)
+			}
+			row = append(row, o95)
 		}
-		row = append(row, o95, changes(js.Changes))
+		row = append(row, changes(js.Changes))
 		for _, cs := range js.Compare {
 			row = append(row, changes(cs.Changes))
 		}
