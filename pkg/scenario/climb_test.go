@@ -141,3 +141,27 @@ func TestClimbScreen(t *testing.T) {
 		}
 	}
 }
+
+// TestClimbTwoJobs: with two tuned jobs the climb tunes one after the
+// other, each with the other's choice in place, and both get its figures.
+func TestClimbTwoJobs(t *testing.T) {
+	s := decode(t, `{
+	  "format": "react.scenario/v1", "name": "two",
+	  "topology": {"kind": "fattree", "k": 4}, "epochs": 20, "measure_after": 5, "seed": 2,
+	  "jobs": [
+	    {"name": "a", "op": "allreduce", "algo": "tree", "ranks": 4, "bytes": 4e6, "placement": {"kind": "random", "disjoint": true}},
+	    {"name": "b", "op": "allreduce", "algo": "ring", "ranks": 4, "bytes": 4e6, "placement": {"kind": "random", "disjoint": true}}
+	  ],
+	  "external": [{"p": 2, "random": 1}],
+	  "oracle": {"depth": 1, "climb": true, "climb_budget": 300}
+	}`)
+	r, err := s.RunCase(s.Cases()[0], Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, j := range r.Jobs {
+		if j.Climb == nil || j.ClimbImprovement == nil || j.BestOracle == "" || len(j.Climb.Times) != 20 {
+			t.Errorf("job %s: climb %v, best oracle %q", j.Name, j.Climb != nil, j.BestOracle)
+		}
+	}
+}
