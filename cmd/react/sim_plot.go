@@ -89,8 +89,15 @@ func lighter(c color.Color) color.Color {
 	return color.RGBA{mix(r), mix(g), mix(b), 255}
 }
 
-// improvementPlot puts the first axis on x and one pair of bars (REACT,
-// oracle) per value of the other axes.
+func darker(c color.Color) color.Color {
+	r, g, b, _ := c.RGBA()
+	mix := func(v uint32) uint8 { return uint8((v >> 8) / 2) }
+	return color.RGBA{mix(r), mix(g), mix(b), 255}
+}
+
+// improvementPlot puts the first axis on x and one group of bars (REACT,
+// each compared tuner setting, the better oracle) per value of the other
+// axes.
 func improvementPlot(r *scenario.Result, j int) (*plot.Plot, error) {
 	var xs, groups []string
 	for _, c := range r.Cells {
@@ -103,21 +110,38 @@ func improvementPlot(r *scenario.Result, j int) (*plot.Plot, error) {
 			groups = append(groups, g)
 		}
 	}
-	reactV := make([]plotter.Values, len(groups))
-	oracleV := make([]plotter.Values, len(groups))
-	for g := range groups {
-		reactV[g] = make(plotter.Values, len(xs))
-		oracleV[g] = make(plotter.Values, len(xs))
+	// kinds are the bars of a group: REACT, the compared settings, the
+	// oracle (the better one, when there are two).
+	js0 := &r.Cells[0].Jobs[j]
+	kinds := []string{"REACT"}
+	for _, cs := range js0.Compare {
+		kinds = append(kinds, cs.Name)
 	}
-	hasOracle := false
+	hasOracle := js0.BestOracleImprovement != nil
+	if hasOracle {
+		name := "oracle"
+		if js0.Climb != nil {
+			name = "better oracle"
+		}
+		kinds = append(kinds, name)
+	}
+	vals := make([][]plotter.Values, len(kinds)) // kind, group, x
+	for k := range kinds {
+		vals[k] = make([]plotter.Values, len(groups))
+		for g := range groups {
+			vals[k][g] = make(plotter.Values, len(xs))
+		}
+	}
 	for _, c := range r.Cells {
 		x := slices.Index(xs, c.Params[0].Value.String())
 		g := slices.Index(groups, cellLabel(c.Params[1:]))
 		js := &c.Jobs[j]
-		reactV[g][x] = js.Improvement.Mean
-		if js.OracleImprovement != nil {
-			oracleV[g][x] = js.OracleImprovement.Mean
-			hasOracle = true
+		vals[0][g][x] = js.Improvement.Mean
+		for k, cs := range js.Compare {
+			vals[1+k][g][x] = cs.Improvement.Mean
+		}
+		if hasOracle && js.BestOracleImprovement != nil {
+			vals[len(kinds)-1][g][x] = js.BestOracleImprovement.Mean
 		}
 	}
 	p := plot.New()
@@ -127,10 +151,7 @@ func improvementPlot(r *scenario.Result, j int) (*plot.Plot, error) {
 	p.NominalX(xs...)
 	p.Legend.Top = true
 	p.Add(plotter.NewGrid())
-	bars := len(groups)
-	if hasOracle {
-		bars *= 2
-	}
+	bars := len(groups) * len(kinds)
 	w := vg.Points(min(18, 300/float64(bars*len(xs))))
 	k := 0
 	for g := range groups {
@@ -139,22 +160,20 @@ func improvementPlot(r *scenario.Result, j int) (*plot.Plot, error) {
 			label = " " + label
 		}
 		col := plotutil.Color(g)
-		for _, kind := range []string{"REACT", "oracle"} {
-			vals := reactV[g]
-			if kind == "oracle" {
-				if !hasOracle {
-					continue
-				}
-				vals = oracleV[g]
-			}
-			b, err := plotter.NewBarChart(vals, w)
+		for ki, kind := range kinds {
+			b, err := plotter.NewBarChart(vals[ki][g], w)
 			if err != nil {
 				return nil, err
 			}
 			b.LineStyle.Width = vg.Length(0.5)
-			b.Color = col
-			if kind == "oracle" {
+			// REACT solid, the compared settings darker, the oracle light.
+			switch {
+			case ki == 0:
+				b.Color = col
+			case hasOracle && ki == len(kinds)-1:
 				b.Color = lighter(col)
+			default:
+				b.Color = darker(col)
 			}
 			b.Offset = w * vg.Length(float64(k)-float64(bars-1)/2)
 			k++
@@ -187,8 +206,14 @@ func epochPlot(r *scenario.Result, c *scenario.CellResult, j int) (*plot.Plot, e
 		s    *scenario.Series
 	}
 	lines := []line{{"baseline", &jr.Baseline}, {"REACT", &jr.React}}
+	for k := range jr.Compare {
+		lines = append(lines, line{jr.Compare[k].Name, &jr.Compare[k].React})
+	}
 	if jr.Oracle != nil {
-		lines = append(lines, line{"oracle", jr.Oracle})
+		lines = append(lines, line{fmt.Sprintf("oracle d%d", max(jr.OracleDepth, 1)), jr.Oracle})
+	}
+	if jr.Climb != nil {
+		lines = append(lines, line{"oracle climb", jr.Climb})
 	}
 	for k := range jr.Variants {
 		lines = append(lines, line{jr.Variants[k].Name, &jr.Variants[k].Series})
@@ -242,9 +267,16 @@ func cdfPlot(r *scenario.Result, c *scenario.CellResult, j int) (*plot.Plot, err
 	pick := []func(*scenario.JobRun) *scenario.Series{
 		func(jr *scenario.JobRun) *scenario.Series { return &jr.Baseline },
 		func(jr *scenario.JobRun) *scenario.Series { return &jr.React },
-		func(jr *scenario.JobRun) *scenario.Series { return jr.Oracle },
 	}
-	names := []string{"baseline", "REACT", "oracle"}
+	names := []string{"baseline", "REACT"}
+	for k, cs := range c.Jobs[j].Compare {
+		pick = append(pick, func(jr *scenario.JobRun) *scenario.Series { return &jr.Compare[k].React })
+		names = append(names, cs.Name)
+	}
+	pick = append(pick,
+		func(jr *scenario.JobRun) *scenario.Series { return jr.Oracle },
+		func(jr *scenario.JobRun) *scenario.Series { return jr.Climb })
+	names = append(names, fmt.Sprintf("oracle d%d", max(c.Jobs[j].OracleDepth, 1)), "oracle climb")
 	for i, f := range pick {
 		var ts []float64
 		for _, run := range c.Runs {

@@ -65,6 +65,42 @@ func tunedVaries(r *scenario.Result, j int) bool {
 	return false
 }
 
+// oracleName is how tables name the depth search: "oracle d2" for a
+// search two transforms deep.
+func oracleName(js *scenario.JobSummary) string {
+	return fmt.Sprintf("oracle d%d", max(js.OracleDepth, 1))
+}
+
+// oracleLegend says which oracles a job's figures show, and what share is
+// measured against.
+func oracleLegend(js *scenario.JobSummary) string {
+	if js.Oracle == nil {
+		return ""
+	}
+	d := max(js.OracleDepth, 1)
+	s := fmt.Sprintf("%s: the best pattern within %d transform(s) of the initial one", oracleName(js), d)
+	if js.Climb == nil {
+		return s + "; share = gain / its gain"
+	}
+	return s + "; oracle climb: the top of a hill climb over transforms; share = gain / the better oracle's gain, run by run"
+}
+
+// changes is the mean and, where the runs differ, the most pattern changes
+// of a run.
+func changes(s scenario.Stat) string {
+	if s.Max == s.Min {
+		return fmt.Sprintf("%.1f", s.Mean)
+	}
+	return fmt.Sprintf("%.1f (%.0f)", s.Mean, s.Max)
+}
+
+func shareStr(sh *float64) string {
+	if sh == nil {
+		return "-"
+	}
+	return fmt.Sprintf("%.0f%%", 100**sh)
+}
+
 func writeCellTable(w io.Writer, r *scenario.Result, c *scenario.CellResult) {
 	for j := range c.Jobs {
 		js := &c.Jobs[j]
@@ -72,8 +108,14 @@ func writeCellTable(w io.Writer, r *scenario.Result, c *scenario.CellResult) {
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 		cols := []string{"baseline", "REACT"}
 		sums := []scenario.SeriesSummary{js.Baseline, js.React}
+		for _, cs := range js.Compare {
+			cols, sums = append(cols, cs.Name), append(sums, cs.React)
+		}
 		if js.Oracle != nil {
-			cols, sums = append(cols, "oracle"), append(sums, *js.Oracle)
+			cols, sums = append(cols, oracleName(js)), append(sums, *js.Oracle)
+		}
+		if js.Climb != nil {
+			cols, sums = append(cols, "oracle climb"), append(sums, *js.Climb)
 		}
 		for _, v := range js.Variants {
 			cols, sums = append(cols, v.Name), append(sums, v.SeriesSummary)
@@ -95,57 +137,148 @@ func writeCellTable(w io.Writer, r *scenario.Result, c *scenario.CellResult) {
 		base := js.Baseline.AlgBW
 		row("vs baseline (%)", func(s scenario.SeriesSummary) string { return pct(100 * (s.AlgBW/base - 1)) })
 		tw.Flush()
-		fmt.Fprintf(w, "REACT: %+.1f%% algbw (p95 %+.1f%%), %.1f pattern changes", js.Improvement.Mean, js.ImprovementP95.Mean, js.Changes.Mean)
-		if js.OracleImprovement != nil {
-			fmt.Fprintf(w, "; oracle %+.1f%% (p95 %+.1f%%)", js.OracleImprovement.Mean, js.OracleImprovementP95.Mean)
-			if js.Share != nil {
-				fmt.Fprintf(w, ", REACT has %.0f%% of the oracle's gain", 100**js.Share)
+		of := "the oracle's gain"
+		if js.Climb != nil {
+			of = "the better oracle's gain"
+		}
+		tuner := func(name string, g, g95 scenario.Stat, ch scenario.Stat, sh *float64) {
+			fmt.Fprintf(w, "%s: %+.1f%% algbw (p95 %+.1f%%), %s pattern changes", name, g.Mean, g95.Mean, changes(ch))
+			if sh != nil {
+				fmt.Fprintf(w, ", %.0f%% of %s", 100**sh, of)
 			}
-			jr := c.Runs[0].Jobs[j]
-			if len(c.Runs) == 1 && jr.Tuned {
-				sw := "none (the initial pattern is best)"
-				if len(jr.OracleSwaps) > 0 {
-					sw = strings.Join(jr.OracleSwaps, ", then ")
-				}
-				fmt.Fprintf(w, "\noracle: %s; %d patterns simulated, depth %d", sw, jr.OracleEvaluated, jr.OracleDepth)
-				if !jr.OracleExhaustive {
-					fmt.Fprint(w, " (beam or budget limited)")
-				}
-			}
+			fmt.Fprintln(w)
+		}
+		tuner("REACT", js.Improvement, js.ImprovementP95, js.Changes, js.Share)
+		for _, cs := range js.Compare {
+			tuner(cs.Name, cs.Improvement, cs.ImprovementP95, cs.Changes, cs.Share)
+		}
+		if js.OracleImprovement == nil {
+			continue
+		}
+		fmt.Fprintf(w, "%s: %+.1f%% (p95 %+.1f%%)", oracleName(js), js.OracleImprovement.Mean, js.OracleImprovementP95.Mean)
+		if js.ClimbImprovement != nil {
+			fmt.Fprintf(w, "; oracle climb: %+.1f%% (p95 %+.1f%%), better in %d of %d runs", js.ClimbImprovement.Mean, js.ClimbImprovementP95.Mean, js.ClimbBetter, len(c.Runs))
 		}
 		fmt.Fprintln(w)
+		jr := c.Runs[0].Jobs[j]
+		if len(c.Runs) == 1 && jr.Tuned {
+			swaps := func(sw []string) string {
+				if len(sw) == 0 {
+					return "none (the initial pattern is best)"
+				}
+				return strings.Join(sw, ", then ")
+			}
+			fmt.Fprintf(w, "%s: %s; %d patterns simulated, depth %d", oracleName(js), swaps(jr.OracleSwaps), jr.OracleEvaluated, jr.OracleDepth)
+			if !jr.OracleExhaustive {
+				fmt.Fprint(w, " (beam or budget limited)")
+			}
+			fmt.Fprintln(w)
+			if jr.Climb != nil {
+				fmt.Fprintf(w, "oracle climb: %s; %d more patterns simulated", swaps(jr.ClimbSwaps), jr.ClimbEvaluated)
+				if !jr.ClimbDone {
+					fmt.Fprint(w, " (budget limited)")
+				}
+				fmt.Fprintln(w)
+			}
+		}
 	}
 }
 
 func writeSweepTable(w io.Writer, r *scenario.Result, j int) {
 	fmt.Fprintf(w, "\n%s\n", jobTitle(r, j))
+	js0 := &r.Cells[0].Jobs[j]
+	if l := oracleLegend(js0); l != "" {
+		fmt.Fprintf(w, "%s\n", l)
+	}
 	varies := tunedVaries(r, j)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	for _, a := range r.Axes {
-		fmt.Fprintf(tw, "%s\t", a)
-	}
+	var head []string
+	head = append(head, r.Axes...)
 	if varies {
-		fmt.Fprintf(tw, "tuned\t")
+		head = append(head, "tuned")
 	}
-	fmt.Fprintf(tw, "base GB/s\tREACT GB/s\toracle GB/s\tREACT %%\tmin..max\toracle %%\tshare\tREACT p95 %%\toracle p95 %%\tchanges\t\n")
+	head = append(head, "base GB/s", "REACT %", "min..max")
+	for _, cs := range js0.Compare {
+		head = append(head, cs.Name+" %")
+	}
+	if js0.Oracle != nil {
+		head = append(head, oracleName(js0)+" %")
+	}
+	if js0.Climb != nil {
+		head = append(head, "oracle climb %")
+	}
+	oracle := js0.Oracle != nil
+	if oracle {
+		head = append(head, "share")
+		for _, cs := range js0.Compare {
+			head = append(head, cs.Name+" share")
+		}
+	}
+	head = append(head, "REACT p95 %")
+	for _, cs := range js0.Compare {
+		head = append(head, cs.Name+" p95 %")
+	}
+	if oracle {
+		o95 := "better oracle p95 %"
+		if js0.Climb == nil {
+			o95 = oracleName(js0) + " p95 %"
+		}
+		head = append(head, o95)
+	}
+	head = append(head, "changes (max)")
+	for _, cs := range js0.Compare {
+		head = append(head, cs.Name+" changes")
+	}
+	fmt.Fprintf(tw, "%s\t\n", strings.Join(head, "\t"))
 	for _, c := range r.Cells {
 		js := &c.Jobs[j]
+		var row []string
 		for _, p := range c.Params {
-			fmt.Fprintf(tw, "%v\t", p.Value)
+			row = append(row, p.Value.String())
 		}
 		if varies {
-			fmt.Fprintf(tw, "%s\t", map[bool]string{true: "yes", false: "no"}[js.Tuned])
+			row = append(row, map[bool]string{true: "yes", false: "no"}[js.Tuned])
 		}
-		oBW, oI, oI95 := "-", "-", "-"
-		if js.Oracle != nil {
-			oBW, oI, oI95 = gbs(js.Oracle.AlgBW), pct(js.OracleImprovement.Mean), pct(js.OracleImprovementP95.Mean)
+		row = append(row, gbs(js.Baseline.AlgBW), pct(js.Improvement.Mean), pct(js.Improvement.Min)+".."+pct(js.Improvement.Max))
+		for _, cs := range js.Compare {
+			row = append(row, pct(cs.Improvement.Mean))
 		}
-		share := "-"
-		if js.Share != nil {
-			share = fmt.Sprintf("%.0f%%", 100**js.Share)
+		if js0.Oracle != nil {
+			o := "-"
+			if js.OracleImprovement != nil {
+				o = pct(js.OracleImprovement.Mean)
+			}
+			row = append(row, o)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s..%s\t%s\t%s\t%s\t%s\t%.1f\t\n", gbs(js.Baseline.AlgBW), gbs(js.React.AlgBW), oBW,
-			pct(js.Improvement.Mean), pct(js.Improvement.Min), pct(js.Improvement.Max), oI, share, pct(js.ImprovementP95.Mean), oI95, js.Changes.Mean)
+		if js0.Climb != nil {
+			o := "-"
+			if js.ClimbImprovement != nil {
+				o = pct(js.ClimbImprovement.Mean)
+			}
+			row = append(row, o)
+		}
+		if oracle {
+			row = append(row, shareStr(js.Share))
+			for _, cs := range js.Compare {
+				row = append(row, shareStr(cs.Share))
+			}
+		}
+		row = append(row, pct(js.ImprovementP95.Mean))
+		for _, cs := range js.Compare {
+			row = append(row, pct(cs.ImprovementP95.Mean))
+		}
+		if oracle {
+			o95 := "-"
+			if js.BestOracleImprovementP95 != nil {
+				o95 = pct(js.BestOracleImprovementP95.Mean)
+			}
+			row = append(row, o95)
+		}
+		row = append(row, changes(js.Changes))
+		for _, cs := range js.Compare {
+			row = append(row, changes(cs.Changes))
+		}
+		fmt.Fprintf(tw, "%s\t\n", strings.Join(row, "\t"))
 	}
 	tw.Flush()
 }

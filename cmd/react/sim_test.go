@@ -88,8 +88,10 @@ func TestSimDeterministic(t *testing.T) {
 		if code != 0 {
 			t.Fatalf("workers %s: exit %d: %s", w, code, stderr)
 		}
-		if !strings.Contains(stdout, "pairs") || !strings.Contains(stdout, "oracle %") {
-			t.Errorf("sweep table:\n%s", stdout)
+		for _, want := range []string{"pairs", "REACT %", "paper6 %", "oracle d2 %", "oracle climb %", "share", "paper6 share", "better oracle p95 %", "changes (max)", "paper6 changes", "oracle climb: the top of a hill climb"} {
+			if !strings.Contains(stdout, want) {
+				t.Errorf("sweep table lacks %q:\n%s", want, stdout)
+			}
 		}
 		r, data := readResult(t, filepath.Join(out, "results.json"))
 		if len(r.Cells) != 2 || len(r.Cells[0].Runs) != 2 {
@@ -108,5 +110,38 @@ func TestSimDeterministic(t *testing.T) {
 	var r scenario.Result
 	if code != 0 || json.Unmarshal([]byte(stdout), &r) != nil || r.Seed != 7 || r.Cells[0].Runs[1].Seed != 8 {
 		t.Errorf("--format json --seed 7: exit %d, seed %d", code, r.Seed)
+	}
+}
+
+// TestSimTableNoOracle: without an oracle the sweep table has no oracle
+// or share columns, and still the compared run's.
+func TestSimTableNoOracle(t *testing.T) {
+	data, err := os.ReadFile("testdata/sim-small.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(data, &m); err != nil {
+		t.Fatal(err)
+	}
+	m["oracle"] = map[string]any{"off": true}
+	data, _ = json.Marshal(m)
+	path := filepath.Join(t.TempDir(), "s.json")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := runArgs([]string{"sim", "--scenario", path, "--out", t.TempDir(), "--quiet", "--no-plots"}, "")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	for _, bad := range []string{"oracle", "share"} {
+		if strings.Contains(stdout, bad) {
+			t.Errorf("table without an oracle shows %q:\n%s", bad, stdout)
+		}
+	}
+	for _, want := range []string{"paper6 %", "paper6 p95 %", "changes (max)"} {
+		if !strings.Contains(stdout, want) {
+			t.Errorf("table lacks %q:\n%s", want, stdout)
+		}
 	}
 }

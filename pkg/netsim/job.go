@@ -40,6 +40,7 @@ func (s *Sim) startEpoch(j *jobState) {
 	}
 	if p == nil {
 		s.running--
+		s.closeWindows(j.id, j.epoch, true)
 		return
 	}
 	if err := p.Validate(); err != nil {
@@ -50,6 +51,7 @@ func (s *Sim) startEpoch(j *jobState) {
 		s.err = fmt.Errorf("netsim: job %d epoch %d: pattern has %d ranks, job has %d hosts", j.id, j.epoch, p.Ranks, len(j.Hosts))
 		return
 	}
+	s.openWindows(j.id, j.epoch)
 	j.prepare(p)
 	j.pat = p
 	n := len(p.Flows)
@@ -167,6 +169,7 @@ func (s *Sim) complete(j *jobState, f int32) {
 	})
 	j.fstart, j.fend = nil, nil
 	j.epoch++
+	s.closeWindows(j.id, j.epoch, false)
 	s.push(event{t: s.now + j.Gap, kind: evEpoch, job: int32(j.id)})
 }
 

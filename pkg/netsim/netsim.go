@@ -39,6 +39,16 @@
 // topo.Path(src host, dst host, port). External flows pick one random port
 // for the whole run: they are long-lived connections, and a connection's
 // 5-tuple does not change while it lives.
+//
+// # Congestion that starts and stops
+//
+// External flows added with AddExternalDuring exist only while one job runs
+// a range of its epochs: they join the network when that epoch starts and
+// leave when the last epoch of the range ends, so a scenario can ask "what
+// does the tuner do when congestion appears at epoch 30?" in the job's own
+// time, independent of how long its epochs take. Their port is drawn at the
+// start of Run like every external flow's, so a window does not reroute any
+// other flow.
 package netsim
 
 import (
@@ -124,6 +134,9 @@ type Sim struct {
 	ready   []int32 // flows of the job being drained whose inputs have all arrived
 	nextEnd float64
 	err     error
+	extPort []uint64 // each external flow's port, drawn at the start of Run
+	extOn   []bool   // windowed external flows in the network now
+	dirty   bool     // external flows joined or left: rates need refilling
 
 	// Progressive-filling scratch, indexed by link.
 	lrem   []float64
@@ -137,7 +150,19 @@ type Sim struct {
 	frozen []bool
 }
 
-type external struct{ src, dst int }
+type external struct {
+	src, dst int
+	windowed bool
+	w        Window
+}
+
+// Window is the span of a job's epochs during which external flows exist:
+// from the start of job Job's epoch From to the end of its epoch To-1, or
+// to the end of the run when To is 0. Flows of a window whose job stops
+// (its driver returns nil, or it ran every epoch) leave with it.
+type Window struct {
+	Job, From, To int
+}
 
 type pathKey struct {
 	src, dst int32
@@ -179,6 +204,26 @@ func New(t *topo.Topology, seed uint64) *Sim {
 // AddExternal adds count infinitely backlogged flows from host src to host
 // dst, present for the whole of every Run.
 func (s *Sim) AddExternal(src, dst, count int) error {
+	return s.addExternal(external{src: src, dst: dst}, count)
+}
+
+// AddExternalDuring adds count infinitely backlogged flows from host src to
+// host dst that exist only during w (see Window). w.Job is checked against
+// the jobs of each Run.
+func (s *Sim) AddExternalDuring(src, dst, count int, w Window) error {
+	switch {
+	case w.Job < 0:
+		return fmt.Errorf("netsim: external flow window: job %d, want >= 0", w.Job)
+	case w.From < 0:
+		return fmt.Errorf("netsim: external flow window: from epoch %d, want >= 0", w.From)
+	case w.To != 0 && w.To <= w.From:
+		return fmt.Errorf("netsim: external flow window: epochs [%d, %d) are empty (to = 0 means no end)", w.From, w.To)
+	}
+	return s.addExternal(external{src: src, dst: dst, windowed: true, w: w}, count)
+}
+
+func (s *Sim) addExternal(e external, count int) error {
+	src, dst := e.src, e.dst
 	h := s.topo.Hosts()
 	switch {
 	case src < 0 || src >= h:
@@ -191,7 +236,7 @@ func (s *Sim) AddExternal(src, dst, count int) error {
 		return fmt.Errorf("netsim: negative external flow count %d", count)
 	}
 	for range count {
-		s.ext = append(s.ext, external{src, dst})
+		s.ext = append(s.ext, e)
 	}
 	return nil
 }
@@ -241,14 +286,23 @@ func (s *Sim) Run(jobs []Job, epochs int, d Driver) error {
 			return fmt.Errorf("netsim: job %d: gap %v s, want a finite number >= 0", i, j.Gap)
 		}
 	}
+	for _, e := range s.ext {
+		if e.windowed && e.w.Job >= len(jobs) {
+			return fmt.Errorf("netsim: external flows %d -> %d: window of job %d, but %d jobs run", e.src, e.dst, e.w.Job, len(jobs))
+		}
+	}
 	s.reset(jobs, epochs, d)
 	// The background has its own random source, so that adding a job does
 	// not reroute it.
 	rng := rand.New(rand.NewPCG(s.seed, 0))
+	s.extPort = grow(s.extPort, len(s.ext))
+	s.extOn = grow(s.extOn, len(s.ext))
+	clear(s.extOn)
 	for i := range s.ext {
-		e := s.ext[i]
-		r := s.path(e.src, e.dst, rng.Uint64())
-		s.act = append(s.act, xfer{links: r.links, rem: math.Inf(1), size: math.Inf(1), job: -1, flow: int32(i)})
+		s.extPort[i] = rng.Uint64()
+		if !s.ext[i].windowed {
+			s.addXfer(i)
+		}
 	}
 	for _, j := range s.jobs {
 		s.push(event{t: 0, kind: evEpoch, job: int32(j.id)})
@@ -275,12 +329,56 @@ func (s *Sim) Run(jobs []Job, epochs int, d Driver) error {
 			}
 			changed = s.drain(j) || changed
 		}
-		if changed {
+		if changed || s.dirty {
 			s.fill()
+			s.dirty = false
 		}
 	}
 	s.driver = nil
 	return s.err
+}
+
+// addXfer puts external flow i into the network.
+func (s *Sim) addXfer(i int) {
+	e := s.ext[i]
+	r := s.path(e.src, e.dst, s.extPort[i])
+	s.act = append(s.act, xfer{links: r.links, rem: math.Inf(1), size: math.Inf(1), job: -1, flow: int32(i)})
+}
+
+// openWindows puts into the network the external flows whose window
+// starts at job j's epoch.
+func (s *Sim) openWindows(j, epoch int) {
+	for i := range s.ext {
+		if e := &s.ext[i]; e.windowed && e.w.Job == j && e.w.From == epoch && !s.extOn[i] {
+			s.extOn[i] = true
+			s.addXfer(i)
+			s.dirty = true
+		}
+	}
+}
+
+// closeWindows takes out of the network the external flows of job j's
+// windows that end before its epoch next (all of them when the job stops).
+func (s *Sim) closeWindows(j, next int, stopped bool) {
+	for i := range s.ext {
+		if e := &s.ext[i]; e.windowed && e.w.Job == j && s.extOn[i] && (stopped || e.w.To == next) {
+			s.extOn[i] = false
+			s.removeXfer(i)
+			s.dirty = true
+		}
+	}
+}
+
+// removeXfer takes external flow i out of the network.
+func (s *Sim) removeXfer(i int) {
+	for k := range s.act {
+		if x := &s.act[k]; x.job < 0 && x.flow == int32(i) {
+			last := len(s.act) - 1
+			s.act[k] = s.act[last]
+			s.act = s.act[:last]
+			return
+		}
+	}
 }
 
 func (s *Sim) reset(jobs []Job, epochs int, d Driver) {

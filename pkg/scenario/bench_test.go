@@ -46,6 +46,12 @@ func BenchmarkFatTree8Oracle(b *testing.B) {
 	benchCase(b, strings.Replace(fatTree8, `"oracle": {"off": true}`, `"oracle": {}`, 1))
 }
 
+// BenchmarkFatTree8Climb adds fig5's climbing oracle (screened on 30
+// epochs, 2500 simulations) to fig5's depth-2 search.
+func BenchmarkFatTree8Climb(b *testing.B) {
+	benchCase(b, strings.Replace(fatTree8, `"oracle": {"off": true}`, `"oracle": {"climb": true, "climb_screen": 30, "climb_budget": 2500}`, 1))
+}
+
 // BenchmarkClosTwoJobs is the baseline and the REACT run of two jobs on
 // the 720-server Clos.
 func BenchmarkClosTwoJobs(b *testing.B) { benchCase(b, closTwoJobs) }

@@ -71,17 +71,24 @@ const (
 	streamECMP
 	streamSim
 	streamTuner
+	streamNoise
 )
 
 func caseRand(seed uint64, stream uint64) *rand.Rand {
 	return rand.New(rand.NewPCG(seed, stream*0x9e3779b97f4a7c15))
 }
 
-// External is one resolved source-destination pair of external flows.
+// External is one resolved source-destination pair of external flows;
+// with a window, they exist only while Job runs epochs FromEpoch to
+// ToEpoch-1 (ToEpoch 0: to the end).
 type External struct {
-	Src int `json:"src"`
-	Dst int `json:"dst"`
-	P   int `json:"p"`
+	Src       int  `json:"src"`
+	Dst       int  `json:"dst"`
+	P         int  `json:"p"`
+	Windowed  bool `json:"windowed,omitempty"`
+	Job       int  `json:"job,omitempty"`
+	FromEpoch int  `json:"from_epoch,omitempty"`
+	ToEpoch   int  `json:"to_epoch,omitempty"`
 }
 
 // Cut is one partially failed link.
@@ -104,6 +111,9 @@ type instance struct {
 	jobs     []netsim.Job
 	simSeed  uint64
 	l1       map[int][]move // the oracle's first level, per job
+	// scores remembers the oracles' judgements, so that the climb does
+	// not simulate again what the depth search did.
+	scores map[judgeKey]float64
 }
 
 func (s *Scenario) instance(c Case) (*instance, error) {
@@ -201,8 +211,18 @@ func (in *instance) external() error {
 	}
 	for i := range in.sc.External {
 		e := &in.sc.External[i]
+		pair := func(src, dst int) External {
+			x := External{Src: src, Dst: dst, P: e.P}
+			if e.windowed() {
+				x.Windowed, x.Job, x.FromEpoch = true, e.Job, e.FromEpoch
+				if e.ToEpoch != nil {
+					x.ToEpoch = *e.ToEpoch
+				}
+			}
+			return x
+		}
 		for _, pr := range e.Pairs {
-			in.ext = append(in.ext, External{pr.Src, pr.Dst, e.P})
+			in.ext = append(in.ext, pair(pr.Src, pr.Dst))
 		}
 		if e.Random == 0 {
 			continue
@@ -243,7 +263,7 @@ func (in *instance) external() error {
 			if e.Direction == "in" {
 				a, b = b, a
 			}
-			in.ext = append(in.ext, External{a, b, e.P})
+			in.ext = append(in.ext, pair(a, b))
 		}
 	}
 	return nil
@@ -353,8 +373,14 @@ func (in *instance) newSim(external, failures bool) *netsim.Sim {
 	s := netsim.New(in.net, in.simSeed)
 	if external {
 		for _, e := range in.ext {
-			if err := s.AddExternal(e.Src, e.Dst, e.P); err != nil {
-				panic(err) // hosts were drawn in range and distinct
+			var err error
+			if e.Windowed {
+				err = s.AddExternalDuring(e.Src, e.Dst, e.P, netsim.Window{Job: e.Job, From: e.FromEpoch, To: e.ToEpoch})
+			} else {
+				err = s.AddExternal(e.Src, e.Dst, e.P)
+			}
+			if err != nil {
+				panic(err) // hosts were drawn in range and distinct, windows checked in Decode
 			}
 		}
 	}
@@ -371,6 +397,9 @@ func (in *instance) newSim(external, failures bool) *netsim.Sim {
 func (t *TunerSpec) config(seed uint64) tuner.Config {
 	c := tuner.DefaultConfig()
 	c.Seed = seed
+	if t.Model != "" {
+		c.Model = t.Model
+	}
 	setI := func(dst *int, v *int) {
 		if v != nil {
 			*dst = *v

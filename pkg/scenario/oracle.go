@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"crypto/sha256"
 	"encoding/binary"
 	"fmt"
 	"slices"
@@ -23,6 +24,7 @@ import (
 
 type oracleResult struct {
 	series     []Series
+	patterns   []*ten.Pattern // each job's chosen pattern
 	swaps      [][]string
 	evaluated  []int
 	depth      []int
@@ -157,16 +159,17 @@ func (in *instance) oracle(sim *netsim.Sim, tuned []int, base []Series, prog *pr
 			pats[j] = p
 			return pats
 		}
+		in.remember(choice, j, 0, in.objective(cur[j]))
 		full := func(p *ten.Pattern) (float64, error) {
-			ser, err := in.static(sim, with(p))
-			if err != nil {
-				return 0, err
-			}
-			return in.objective(ser[j]), nil
+			sc, _, err := in.judge(sim, with(p), j, 0)
+			return sc, err
 		}
 		quick := full
-		if o.Screen > 0 && o.Screen < in.sc.Epochs {
-			quick = func(p *ten.Pattern) (float64, error) { return in.screen(sim, with(p), j) }
+		if screen := o.screen(in.sc.Epochs); screen > 0 {
+			quick = func(p *ten.Pattern) (float64, error) {
+				sc, _, err := in.judge(sim, with(p), j, screen)
+				return sc, err
+			}
 		}
 		cut := false
 		var all []move
@@ -220,7 +223,7 @@ func (in *instance) oracle(sim *netsim.Sim, tuned []int, base []Series, prog *pr
 		res.exhaustive[j] = !cut && complete
 		best := move{p: choice[j], score: in.objective(cur[j])}
 		sortMoves(all)
-		if o.Screen > 0 && o.Screen < in.sc.Epochs {
+		if o.screen(in.sc.Epochs) > 0 {
 			// The screen ranks; whole runs decide.
 			all = all[:min(len(all), o.refine())]
 			for k := range all {
@@ -244,7 +247,7 @@ func (in *instance) oracle(sim *netsim.Sim, tuned []int, base []Series, prog *pr
 			}
 		}
 	}
-	res.series = cur
+	res.series, res.patterns = cur, choice
 	return res, nil
 }
 
@@ -261,11 +264,11 @@ func sortMoves(ms []move) {
 	})
 }
 
-// screen runs only the first Screen epochs and scores job j on all of
-// them (a static pattern has no warm-up).
-func (in *instance) screen(sim *netsim.Sim, pats []*ten.Pattern, j int) (float64, error) {
+// screen runs only the first epochs and scores job j on all of them (a
+// static pattern has no warm-up).
+func (in *instance) screen(sim *netsim.Sim, pats []*ten.Pattern, j, epochs int) (float64, error) {
 	d := &staticDriver{pats: pats, rec: newRecorder(len(pats))}
-	if err := sim.Run(in.jobs, in.sc.Oracle.Screen, d); err != nil {
+	if err := sim.Run(in.jobs, epochs, d); err != nil {
 		return 0, err
 	}
 	t := d.rec.times[j]
@@ -273,4 +276,60 @@ func (in *instance) screen(sim *netsim.Sim, pats []*ten.Pattern, j int) (float64
 		return 0, fmt.Errorf("job %s ran no epoch", in.sc.Jobs[j].Name)
 	}
 	return in.objective(newSeries(t, nil, in.sc.Jobs[j].Bytes, 0)), nil
+}
+
+// judgeKey identifies a judgement: job j's score with every job running
+// pats, over a whole run or a screen of its first epochs.
+type judgeKey [sha256.Size]byte
+
+func newJudgeKey(pats []*ten.Pattern, j, screen int) judgeKey {
+	h := sha256.New()
+	var b []byte
+	b = binary.LittleEndian.AppendUint32(b, uint32(j))
+	b = binary.LittleEndian.AppendUint32(b, uint32(screen))
+	for _, p := range pats {
+		b = binary.LittleEndian.AppendUint32(b, uint32(len(p.Flows)))
+		b = append(b, fingerprint(p)...)
+	}
+	h.Write(b)
+	var k judgeKey
+	h.Sum(k[:0])
+	return k
+}
+
+// judge scores job j with every job running pats, over a whole run
+// (screen 0) or its first screen epochs, with the case's own simulator. A
+// judgement made before, by either oracle, costs nothing; fresh says
+// whether this one ran a simulation.
+func (in *instance) judge(sim *netsim.Sim, pats []*ten.Pattern, j, screen int) (score float64, fresh bool, err error) {
+	k := newJudgeKey(pats, j, screen)
+	if v, ok := in.scores[k]; ok {
+		return v, false, nil
+	}
+	if screen > 0 {
+		score, err = in.screen(sim, pats, j, screen)
+	} else {
+		var ser []Series
+		if ser, err = in.static(sim, pats); err == nil {
+			score = in.objective(ser[j])
+		}
+	}
+	if err != nil {
+		return 0, false, err
+	}
+	in.remember(pats, j, screen, score)
+	return score, true, nil
+}
+
+// judged says whether judge would answer from memory.
+func (in *instance) judged(pats []*ten.Pattern, j, screen int) bool {
+	_, ok := in.scores[newJudgeKey(pats, j, screen)]
+	return ok
+}
+
+func (in *instance) remember(pats []*ten.Pattern, j, screen int, score float64) {
+	if in.scores == nil {
+		in.scores = map[judgeKey]float64{}
+	}
+	in.scores[newJudgeKey(pats, j, screen)] = score
 }

@@ -11,16 +11,19 @@ const ResultFormat = "react.sim-results/v1"
 // Result is every figure of a scenario: per cell, a summary per job over
 // the cell's seeds, and every run.
 type Result struct {
-	Format       string       `json:"format"`
-	Scenario     string       `json:"scenario"`
-	Figure       string       `json:"figure,omitempty"`
-	Description  string       `json:"description,omitempty"`
-	Seed         uint64       `json:"seed"`
-	Seeds        int          `json:"seeds"`
-	Epochs       int          `json:"epochs"`
-	MeasureAfter int          `json:"measure_after"`
-	Axes         []string     `json:"axes,omitempty"`
-	Cells        []CellResult `json:"cells"`
+	Format       string   `json:"format"`
+	Scenario     string   `json:"scenario"`
+	Figure       string   `json:"figure,omitempty"`
+	Description  string   `json:"description,omitempty"`
+	Seed         uint64   `json:"seed"`
+	Seeds        int      `json:"seeds"`
+	Epochs       int      `json:"epochs"`
+	MeasureAfter int      `json:"measure_after"`
+	Axes         []string `json:"axes,omitempty"`
+	// Noise is the scenario's measurement noise (swept values are in each
+	// cell's params).
+	Noise *NoiseSpec   `json:"noise,omitempty"`
+	Cells []CellResult `json:"cells"`
 }
 
 // CellResult is one cell of the sweep.
@@ -66,10 +69,33 @@ type JobSummary struct {
 	ImprovementP95       Stat  `json:"improvement_p95"`
 	OracleImprovement    *Stat `json:"oracle_improvement,omitempty"`
 	OracleImprovementP95 *Stat `json:"oracle_improvement_p95,omitempty"`
-	// Share is the mean REACT improvement over the mean oracle
-	// improvement; nil when the oracle gains under 0.1% on average.
+	// OracleDepth is the deepest the depth search went in the cell.
+	OracleDepth int `json:"oracle_depth,omitempty"`
+	// The climbing oracle's figures, when it ran.
+	Climb               *SeriesSummary `json:"climb,omitempty"`
+	ClimbImprovement    *Stat          `json:"climb_improvement,omitempty"`
+	ClimbImprovementP95 *Stat          `json:"climb_improvement_p95,omitempty"`
+	// BestOracleImprovement is the better oracle's gain, run by run;
+	// ClimbBetter counts the runs where that was the climb.
+	BestOracleImprovement    *Stat `json:"best_oracle_improvement,omitempty"`
+	BestOracleImprovementP95 *Stat `json:"best_oracle_improvement_p95,omitempty"`
+	ClimbBetter              int   `json:"climb_better,omitempty"`
+	// Share is the mean REACT improvement over the mean improvement of the
+	// better oracle; nil when that gains under 0.1% on average.
 	Share   *float64 `json:"share,omitempty"`
 	Changes Stat     `json:"changes"`
+	// Compare summarises each compared tuner setting's runs.
+	Compare []CompareSummary `json:"compare,omitempty"`
+}
+
+// CompareSummary is a compared tuner setting's JobSummary figures.
+type CompareSummary struct {
+	Name           string        `json:"name"`
+	React          SeriesSummary `json:"react"`
+	Improvement    Stat          `json:"improvement"`
+	ImprovementP95 Stat          `json:"improvement_p95"`
+	Share          *float64      `json:"share,omitempty"`
+	Changes        Stat          `json:"changes"`
 }
 
 // Run runs every case in order, one after the other, and summarises them.
@@ -98,6 +124,10 @@ func (s *Scenario) Summarize(runs []*Run) (*Result, error) {
 	}
 	res := &Result{Format: ResultFormat, Scenario: s.Name, Figure: s.Figure, Description: s.Description,
 		Seed: s.Seed, Seeds: len(s.Seeds()), Epochs: s.Epochs, MeasureAfter: s.MeasureAfter}
+	if s.Noise.on() {
+		n := s.Noise
+		res.Noise = &n
+	}
 	if s.Sweep != nil {
 		for _, ax := range s.Sweep.Axes {
 			res.Axes = append(res.Axes, ax.Param)
@@ -153,10 +183,45 @@ func summarizeJob(runs []*Run, j int) JobSummary {
 		oi := newStat(pick(func(r *JobRun) float64 { return *r.OracleImprovement }))
 		oi95 := newStat(pick(func(r *JobRun) float64 { return *r.OracleImprovementP95 }))
 		js.OracleImprovement, js.OracleImprovementP95 = &oi, &oi95
-		if oi.Mean > 0.1 {
-			sh := js.Improvement.Mean / oi.Mean
-			js.Share = &sh
+		for _, r := range runs {
+			js.OracleDepth = max(js.OracleDepth, r.Jobs[j].OracleDepth)
 		}
+	}
+	if first.Climb != nil {
+		c := sum(func(r *JobRun) *Series { return r.Climb })
+		js.Climb = &c
+		ci := newStat(pick(func(r *JobRun) float64 { return *r.ClimbImprovement }))
+		ci95 := newStat(pick(func(r *JobRun) float64 { return *r.ClimbImprovementP95 }))
+		js.ClimbImprovement, js.ClimbImprovementP95 = &ci, &ci95
+		for _, r := range runs {
+			if r.Jobs[j].BestOracle == OracleClimb {
+				js.ClimbBetter++
+			}
+		}
+	}
+	if first.BestOracleImprovement != nil {
+		bi := newStat(pick(func(r *JobRun) float64 { return *r.BestOracleImprovement }))
+		bi95 := newStat(pick(func(r *JobRun) float64 { return *r.BestOracleImprovementP95 }))
+		js.BestOracleImprovement, js.BestOracleImprovementP95 = &bi, &bi95
+	}
+	// shareOf is a mean gain over the better oracle's mean gain.
+	shareOf := func(g float64) *float64 {
+		if js.BestOracleImprovement == nil || js.BestOracleImprovement.Mean <= 0.1 {
+			return nil
+		}
+		sh := g / js.BestOracleImprovement.Mean
+		return &sh
+	}
+	js.Share = shareOf(js.Improvement.Mean)
+	for k := range first.Compare {
+		cs := CompareSummary{Name: first.Compare[k].Name,
+			React:          sum(func(r *JobRun) *Series { return &r.Compare[k].React }),
+			Improvement:    newStat(pick(func(r *JobRun) float64 { return r.Compare[k].Improvement })),
+			ImprovementP95: newStat(pick(func(r *JobRun) float64 { return r.Compare[k].ImprovementP95 })),
+			Changes:        newStat(pick(func(r *JobRun) float64 { return float64(r.Compare[k].Changes) })),
+		}
+		cs.Share = shareOf(cs.Improvement.Mean)
+		js.Compare = append(js.Compare, cs)
 	}
 	for k := range first.Variants {
 		js.Variants = append(js.Variants, NamedSummary{first.Variants[k].Name, sum(func(r *JobRun) *Series { return &r.Variants[k].Series })})

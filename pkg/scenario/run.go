@@ -7,10 +7,7 @@ import (
 	"gonum.org/v1/gonum/stat"
 
 	"github.com/react-torch/react-torch/pkg/netsim"
-	"github.com/react-torch/react-torch/pkg/semantics"
 	"github.com/react-torch/react-torch/pkg/ten"
-	"github.com/react-torch/react-torch/pkg/transform"
-	"github.com/react-torch/react-torch/pkg/tuner"
 )
 
 // Series is one job's collective time epoch by epoch in one run, and its
@@ -36,21 +33,6 @@ type NamedSeries struct {
 	Series
 }
 
-// Decision is a batch of the tuner that changed something.
-type Decision struct {
-	Batch     int      `json:"batch"`
-	Epoch     int      `json:"epoch"`
-	Observed  float64  `json:"observed"` // mean collective time of the batch, s
-	Kept      bool     `json:"kept,omitempty"`
-	Reverted  bool     `json:"reverted,omitempty"`
-	Effective int      `json:"effective,omitempty"` // epoch the new pattern runs from
-	Swaps     []string `json:"swaps,omitempty"`     // transforms accepted into it
-	// Predicted is the tuner's model's speed-up of the new pattern on the
-	// batch's critical paths (first accepted trial's before over the last
-	// one's after).
-	Predicted float64 `json:"predicted,omitempty"`
-}
-
 // JobRun is every figure of one job in one case.
 type JobRun struct {
 	Name  string  `json:"name"`
@@ -72,14 +54,17 @@ type JobRun struct {
 	// OracleImprovement and OracleImprovementP95 are the oracle's.
 	OracleImprovement    *float64 `json:"oracle_improvement,omitempty"`
 	OracleImprovementP95 *float64 `json:"oracle_improvement_p95,omitempty"`
-	// Share is REACT's gain in algorithm bandwidth over the oracle's; nil
-	// when the oracle gains under 0.1%.
+	// Share is REACT's gain in algorithm bandwidth over the better
+	// oracle's (BestOracle); nil when that oracle gains under 0.1%.
 	Share *float64 `json:"share,omitempty"`
 	// Changes counts the patterns the tuner emitted (reverts included).
 	Changes   int        `json:"changes"`
 	Kept      int        `json:"kept"`
 	Reverted  int        `json:"reverted"`
 	Decisions []Decision `json:"decisions,omitempty"`
+	// Compare is the run of each of the scenario's compared tuner
+	// settings, in its order.
+	Compare []CompareRun `json:"compare,omitempty"`
 	// The oracle's pattern is these transforms of the initial one.
 	OracleSwaps []string `json:"oracle_swaps,omitempty"`
 	// OracleEvaluated counts its simulations; OracleDepth is the depth it
@@ -88,6 +73,42 @@ type JobRun struct {
 	OracleEvaluated  int  `json:"oracle_evaluated,omitempty"`
 	OracleDepth      int  `json:"oracle_depth,omitempty"`
 	OracleExhaustive bool `json:"oracle_exhaustive,omitempty"`
+	// Climb is the climbing oracle's run (oracle.climb) and its gains;
+	// its pattern is ClimbSwaps applied to the initial one; it ran
+	// ClimbEvaluated simulations beyond the depth search's, and ClimbDone
+	// says that every climb reached its top within the budget.
+	Climb               *Series  `json:"climb,omitempty"`
+	ClimbImprovement    *float64 `json:"climb_improvement,omitempty"`
+	ClimbImprovementP95 *float64 `json:"climb_improvement_p95,omitempty"`
+	ClimbSwaps          []string `json:"climb_swaps,omitempty"`
+	ClimbEvaluated      int      `json:"climb_evaluated,omitempty"`
+	ClimbDone           bool     `json:"climb_done,omitempty"`
+	// BestOracle names the better of the two oracles by the oracle's
+	// objective (OracleDepth or OracleClimb; the depth search on a tie),
+	// the one Share is measured against, and its gains.
+	BestOracle               string   `json:"best_oracle,omitempty"`
+	BestOracleImprovement    *float64 `json:"best_oracle_improvement,omitempty"`
+	BestOracleImprovementP95 *float64 `json:"best_oracle_improvement_p95,omitempty"`
+}
+
+// The names of the two oracles in results (JobRun.BestOracle).
+const (
+	OracleDepth = "depth"
+	OracleClimb = "climb"
+)
+
+// CompareRun is one compared tuner setting's REACT run of a job: the
+// same figures as JobRun's for the main one.
+type CompareRun struct {
+	Name           string     `json:"name"`
+	React          Series     `json:"react"`
+	Improvement    float64    `json:"improvement"`
+	ImprovementP95 float64    `json:"improvement_p95"`
+	Share          *float64   `json:"share,omitempty"`
+	Changes        int        `json:"changes"`
+	Kept           int        `json:"kept"`
+	Reverted       int        `json:"reverted"`
+	Decisions      []Decision `json:"decisions,omitempty"`
 }
 
 // Run is one case: what its seed drew and every figure of every job.
@@ -108,7 +129,8 @@ type Options struct {
 	Progress func(done float64)
 }
 
-// RunCase runs one case: baseline, REACT, oracle and variants.
+// RunCase runs one case: baseline, REACT, the compared tuner settings,
+// oracle and variants.
 func (s *Scenario) RunCase(c Case, opt Options) (*Run, error) {
 	in, err := s.instance(c)
 	if err != nil {
@@ -116,7 +138,7 @@ func (s *Scenario) RunCase(c Case, opt Options) (*Run, error) {
 	}
 	sc := in.sc
 	run := &Run{Cell: c.Cell, Params: slices.Clone(s.cells[c.Cell].params), Seed: c.Seed, Hosts: in.hosts, External: in.ext, Cuts: in.cuts}
-	prog := progress{f: opt.Progress, total: float64(2 + len(sc.Variants))}
+	prog := progress{f: opt.Progress, total: float64(2 + len(sc.Variants) + len(sc.Compare))}
 	var tuned []int
 	for i := range sc.Jobs {
 		if sc.Jobs[i].react() {
@@ -126,6 +148,9 @@ func (s *Scenario) RunCase(c Case, opt Options) (*Run, error) {
 	if !sc.Oracle.Off {
 		for _, j := range tuned {
 			prog.total += in.oracleEstimate(j)
+			if sc.Oracle.Climb {
+				prog.total += in.climbEstimate(j)
+			}
 		}
 	}
 	sim := in.newSim(true, true)
@@ -135,15 +160,28 @@ func (s *Scenario) RunCase(c Case, opt Options) (*Run, error) {
 		return nil, fmt.Errorf("baseline: %w", err)
 	}
 	prog.step(1)
-	react, err := in.react(sim, tuned)
+	react, err := in.react(sim, tuned, sc.Tuner)
 	if err != nil {
 		return nil, fmt.Errorf("react: %w", err)
 	}
 	prog.step(1)
-	var orc *oracleResult
+	compare := make([]*reactResult, len(sc.Compare))
+	for k := range sc.Compare {
+		cs := &sc.Compare[k]
+		if compare[k], err = in.react(sim, tuned, cs.Tuner.over(sc.Tuner)); err != nil {
+			return nil, fmt.Errorf("react (%s): %w", cs.Name, err)
+		}
+		prog.step(1)
+	}
+	var orc, clm *oracleResult
 	if !sc.Oracle.Off {
 		if orc, err = in.oracle(sim, tuned, base, &prog); err != nil {
 			return nil, fmt.Errorf("oracle: %w", err)
+		}
+		if sc.Oracle.Climb {
+			if clm, err = in.climb(sim, tuned, base, &prog); err != nil {
+				return nil, fmt.Errorf("climbing oracle: %w", err)
+			}
 		}
 	}
 	variants := make([][]Series, len(sc.Variants))
@@ -166,17 +204,40 @@ func (s *Scenario) RunCase(c Case, opt Options) (*Run, error) {
 		jr.Improvement = gain(jr.Baseline.AlgBW, jr.React.AlgBW)
 		jr.ImprovementP95 = gain(jr.Baseline.AlgBWP95, jr.React.AlgBWP95)
 		jr.Changes, jr.Kept, jr.Reverted, jr.Decisions = react.changes[i], react.kept[i], react.reverted[i], react.decisions[i]
+		var best *Series // the better oracle's run
 		if orc != nil {
 			o := orc.series[i]
-			jr.Oracle = &o
+			jr.Oracle, best = &o, &o
 			g, g95 := gain(jr.Baseline.AlgBW, o.AlgBW), gain(jr.Baseline.AlgBWP95, o.AlgBWP95)
 			jr.OracleImprovement, jr.OracleImprovementP95 = &g, &g95
-			if d := o.AlgBW - jr.Baseline.AlgBW; d > 1e-3*jr.Baseline.AlgBW {
-				sh := (jr.React.AlgBW - jr.Baseline.AlgBW) / d
-				jr.Share = &sh
-			}
 			jr.OracleSwaps = orc.swaps[i]
 			jr.OracleEvaluated, jr.OracleDepth, jr.OracleExhaustive = orc.evaluated[i], orc.depth[i], orc.exhaustive[i]
+			jr.BestOracle = OracleDepth
+		}
+		if clm != nil {
+			o := clm.series[i]
+			jr.Climb = &o
+			g, g95 := gain(jr.Baseline.AlgBW, o.AlgBW), gain(jr.Baseline.AlgBWP95, o.AlgBWP95)
+			jr.ClimbImprovement, jr.ClimbImprovementP95 = &g, &g95
+			jr.ClimbSwaps, jr.ClimbEvaluated, jr.ClimbDone = clm.swaps[i], clm.evaluated[i], clm.exhaustive[i]
+			if in.objective(o) > in.objective(*best) {
+				best, jr.BestOracle = &o, OracleClimb
+			}
+		}
+		if best != nil {
+			g, g95 := gain(jr.Baseline.AlgBW, best.AlgBW), gain(jr.Baseline.AlgBWP95, best.AlgBWP95)
+			jr.BestOracleImprovement, jr.BestOracleImprovementP95 = &g, &g95
+			jr.Share = share(jr.Baseline.AlgBW, jr.React.AlgBW, best.AlgBW)
+		}
+		for k, cr := range compare {
+			c := CompareRun{Name: sc.Compare[k].Name, React: cr.series[i],
+				Changes: cr.changes[i], Kept: cr.kept[i], Reverted: cr.reverted[i], Decisions: cr.decisions[i]}
+			c.Improvement = gain(jr.Baseline.AlgBW, c.React.AlgBW)
+			c.ImprovementP95 = gain(jr.Baseline.AlgBWP95, c.React.AlgBWP95)
+			if best != nil {
+				c.Share = share(jr.Baseline.AlgBW, c.React.AlgBW, best.AlgBW)
+			}
+			jr.Compare = append(jr.Compare, c)
 		}
 		for k := range sc.Variants {
 			jr.Variants = append(jr.Variants, NamedSeries{sc.Variants[k].Name, variants[k][i]})
@@ -189,6 +250,17 @@ func (s *Scenario) RunCase(c Case, opt Options) (*Run, error) {
 
 // gain is b over a in percent.
 func gain(a, b float64) float64 { return 100 * (b/a - 1) }
+
+// share is a tuner's gain in algorithm bandwidth over the baseline's (base)
+// as a fraction of the oracle's; nil when the oracle gains under 0.1%.
+func share(base, tuned, oracle float64) *float64 {
+	d := oracle - base
+	if d <= 1e-3*base {
+		return nil
+	}
+	sh := (tuned - base) / d
+	return &sh
+}
 
 type progress struct {
 	f           func(float64)
@@ -283,172 +355,4 @@ func (in *instance) static(sim *netsim.Sim, pats []*ten.Pattern) ([]Series, erro
 		return nil, err
 	}
 	return in.series(d.rec)
-}
-
-// reactDriver runs a tuner in the loop for every tuned job, as the runtime
-// does: the tuner names each epoch's pattern and gets each epoch's FCTs.
-type reactDriver struct {
-	static []*ten.Pattern
-	tuners []*tuner.Tuner
-	rec    *recorder
-	err    error
-
-	changes, kept, reverted []int
-	decisions               [][]Decision
-}
-
-func (d *reactDriver) Pattern(job, epoch int) *ten.Pattern {
-	if d.err != nil {
-		return nil
-	}
-	if tu := d.tuners[job]; tu != nil {
-		p, _ := tu.Pattern(epoch)
-		return p
-	}
-	return d.static[job]
-}
-
-// minFCT stands in for a zero FCT (a flow of no bytes on a link of no
-// latency), which the tuner refuses.
-const minFCT = 1e-12
-
-func (d *reactDriver) Done(r netsim.EpochResult) {
-	d.rec.record(r)
-	tu := d.tuners[r.Job]
-	if tu == nil || d.err != nil {
-		return
-	}
-	fct := make([]float64, len(r.FlowStart))
-	for i := range fct {
-		fct[i] = max(r.FlowFinish[i]-r.FlowStart[i], minFCT)
-	}
-	dec, err := tu.Observe(r.Epoch, fct, r.Elapsed)
-	if err != nil {
-		d.err = fmt.Errorf("job %d epoch %d: %w", r.Job, r.Epoch, err)
-		return
-	}
-	if dec == nil || (dec.Pattern == nil && !dec.Kept && !dec.Reverted) {
-		return
-	}
-	j := r.Job
-	log := Decision{Batch: dec.Batch, Epoch: dec.Epoch, Observed: dec.Observed, Kept: dec.Kept, Reverted: dec.Reverted}
-	if dec.Kept {
-		d.kept[j]++
-	}
-	if dec.Reverted {
-		d.reverted[j]++
-	}
-	if dec.Pattern != nil {
-		d.changes[j]++
-		log.Effective = dec.Effective
-		before, after := 0.0, 0.0
-		for _, t := range dec.Trials {
-			if t.Accepted {
-				log.Swaps = append(log.Swaps, t.Swap.String())
-				if before == 0 {
-					before = t.Before
-				}
-				after = t.After
-			}
-		}
-		if after > 0 {
-			log.Predicted = before / after
-		}
-	}
-	d.decisions[j] = append(d.decisions[j], log)
-}
-
-type reactResult struct {
-	series                  []Series
-	changes, kept, reverted []int
-	decisions               [][]Decision
-}
-
-func (in *instance) react(sim *netsim.Sim, tuned []int) (*reactResult, error) {
-	n := len(in.sc.Jobs)
-	d := &reactDriver{static: in.patterns, tuners: make([]*tuner.Tuner, n), rec: newRecorder(n),
-		changes: make([]int, n), kept: make([]int, n), reverted: make([]int, n), decisions: make([][]Decision, n)}
-	seeds := caseRand(in.seed, streamTuner)
-	for _, j := range tuned {
-		cfg := in.sc.Tuner.config(seeds.Uint64() + uint64(j))
-		tu, err := tuner.New(cfg, in.patterns[j], in.sc.Jobs[j].Bytes)
-		if err != nil {
-			return nil, fmt.Errorf("job %s: %w", in.sc.Jobs[j].Name, err)
-		}
-		d.tuners[j] = tu
-	}
-	if err := sim.Run(in.jobs, in.sc.Epochs, d); err != nil {
-		return nil, err
-	}
-	if d.err != nil {
-		return nil, d.err
-	}
-	ser, err := in.series(d.rec)
-	if err != nil {
-		return nil, err
-	}
-	return &reactResult{ser, d.changes, d.kept, d.reverted, d.decisions}, nil
-}
-
-// variantPatterns applies a variant's transforms to the initial patterns.
-func variantPatterns(v *VariantSpec, initial []*ten.Pattern) ([]*ten.Pattern, error) {
-	pats := slices.Clone(initial)
-	for i, sw := range v.Swaps {
-		t, err := sw.swap(pats[sw.Job])
-		if err != nil {
-			return nil, fmt.Errorf("swaps[%d]: %w", i, err)
-		}
-		q := transform.Apply(pats[sw.Job], t)
-		if err := semantics.Check(q); err != nil {
-			return nil, fmt.Errorf("swaps[%d] (%v) breaks the collective: %w", i, t, err)
-		}
-		pats[sw.Job] = q
-	}
-	return pats, nil
-}
-
-// swap turns a hand-written transform of p into a transform.Swap.
-func (sw *SwapSpec) swap(p *ten.Pattern) (transform.Swap, error) {
-	rank := func(what string, r int) error {
-		if r < 0 || r >= p.Ranks {
-			return fmt.Errorf("%s swap: %s = %d, want a rank in [0, %d)", sw.Kind, what, r, p.Ranks)
-		}
-		return nil
-	}
-	if sw.Kind == "chunk" || sw.Kind == "position" {
-		if sw.Chunk < 0 || sw.Chunk >= p.Chunks() {
-			return transform.Swap{}, fmt.Errorf("%s swap: chunk %d out of range [0, %d)", sw.Kind, sw.Chunk, p.Chunks())
-		}
-	}
-	if sw.Kind == "global" || sw.Kind == "chunk" {
-		if err := cmpErr(rank("x", sw.X), rank("y", sw.Y)); err != nil {
-			return transform.Swap{}, err
-		}
-	}
-	switch sw.Kind {
-	case "global":
-		return transform.GlobalSwap(sw.X, sw.Y), nil
-	case "chunk":
-		return transform.ChunkSwap(sw.Chunk, sw.X, sw.Y), nil
-	case "position":
-		if len(sw.A) != 2 || len(sw.B) != 2 {
-			return transform.Swap{}, fmt.Errorf("position swap: a and b must be [step, rank], got %v and %v", sw.A, sw.B)
-		}
-		if err := cmpErr(rank("a's rank", sw.A[1]), rank("b's rank", sw.B[1])); err != nil {
-			return transform.Swap{}, err
-		}
-		c := int32(sw.Chunk)
-		return transform.PositionSwap(transform.Vertex{Chunk: c, Step: int32(sw.A[0]), Rank: int32(sw.A[1])},
-			transform.Vertex{Chunk: c, Step: int32(sw.B[0]), Rank: int32(sw.B[1])}), nil
-	}
-	return transform.Swap{}, fmt.Errorf("unknown kind %q (want global, chunk or position)", sw.Kind)
-}
-
-func cmpErr(errs ...error) error {
-	for _, e := range errs {
-		if e != nil {
-			return e
-		}
-	}
-	return nil
 }

@@ -112,6 +112,18 @@ func TestDecodeErrors(t *testing.T) {
 		{"external rank", edit(t, fig1, func(m map[string]any) {
 			m["external"] = []any{map[string]any{"p": 1, "random": 1, "ranks": []int{16}}}
 		}), "rank 16 out of range [0, 16)"},
+		{"external from_epoch", edit(t, fig1, func(m map[string]any) {
+			m["external"] = []any{map[string]any{"p": 1, "random": 1, "from_epoch": -1}}
+		}), "external[0]: from_epoch = -1, want in [0, epochs = 120)"},
+		{"external from_epoch past the end", edit(t, fig1, func(m map[string]any) {
+			m["external"] = []any{map[string]any{"p": 1, "random": 1, "from_epoch": 120}}
+		}), "from_epoch = 120"},
+		{"external empty window", edit(t, fig1, func(m map[string]any) {
+			m["external"] = []any{map[string]any{"p": 1, "random": 1, "from_epoch": 30, "to_epoch": 30}}
+		}), "external[0]: to_epoch = 30, want in (from_epoch = 30, epochs = 120]"},
+		{"external to_epoch past the end", edit(t, fig1, func(m map[string]any) {
+			m["external"] = []any{map[string]any{"p": 1, "random": 1, "to_epoch": 121}}
+		}), "to_epoch = 121"},
 		{"failure capacity", edit(t, fig1, func(m map[string]any) { m["failures"] = []any{map[string]any{"random": 1}} }), "failures[0]: capacity = 0"},
 		{"failure link", edit(t, fig1, func(m map[string]any) {
 			m["failures"] = []any{map[string]any{"capacity": 30e9, "links": []any{map[string]any{"from": "h1", "to": "h2"}}}}
@@ -121,7 +133,36 @@ func TestDecodeErrors(t *testing.T) {
 		}), `unknown node "h99"`},
 		{"failure scope", edit(t, fig1, func(m map[string]any) { m["failures"] = []any{map[string]any{"capacity": 1e9, "scope": "core"}} }), `scope "core"`},
 		{"tuner", edit(t, fig1, func(m map[string]any) { m["tuner"] = map[string]any{"B": 0} }), "tuner: tuner config: B = 0"},
+		{"tuner model", edit(t, fig1, func(m map[string]any) { m["tuner"] = map[string]any{"model": "best"} }), `tuner: tuner config: Model = "best", want "react" or "paper"`},
+		{"noise sigma", edit(t, fig1, func(m map[string]any) { m["noise"] = map[string]any{"sigma": -0.1} }), "noise: sigma = -0.1, want in [0, 4]"},
+		{"noise rank_sigma", edit(t, fig1, func(m map[string]any) { m["noise"] = map[string]any{"rank_sigma": 5, "period": 2} }), "noise: rank_sigma = 5"},
+		{"noise period", edit(t, fig1, func(m map[string]any) { m["noise"] = map[string]any{"rank_sigma": 0.3} }), "noise: period = 0 epochs with rank_sigma = 0.3, want >= 1"},
+		{"noise negative period", edit(t, fig1, func(m map[string]any) { m["noise"] = map[string]any{"sigma": 0.1, "period": -3} }), "noise: period = -3 epochs"},
+		{"noise field", edit(t, fig1, func(m map[string]any) { m["noise"] = map[string]any{"sigma": 0.1, "std": 1} }), `unknown field "std"`},
+		{"sweep noise_sigma", edit(t, small, func(m map[string]any) {
+			m["sweep"] = map[string]any{"axes": []any{map[string]any{"param": "noise_sigma", "values": []any{0.1, -1}}}}
+		}), "cell noise_sigma=-1: noise: sigma = -1"},
+		{"sweep rank_sigma without period", edit(t, small, func(m map[string]any) {
+			m["sweep"] = map[string]any{"axes": []any{map[string]any{"param": "rank_sigma", "values": []any{0, 0.3}}}}
+		}), "cell rank_sigma=0.3: noise: period = 0 epochs with rank_sigma = 0.3"},
+		{"compare no name", edit(t, fig1, func(m map[string]any) { m["compare"] = []any{map[string]any{"tuner": map[string]any{}}} }), "compare[0]: no name"},
+		{"compare reserved", edit(t, fig1, func(m map[string]any) { m["compare"] = []any{map[string]any{"name": "Oracle"}} }), `compare[0]: name "Oracle" is a column of every table`},
+		{"compare twice", edit(t, fig1, func(m map[string]any) {
+			m["compare"] = []any{map[string]any{"name": "paper"}, map[string]any{"name": "paper"}}
+		}), `compare[1]: name "paper" used twice`},
+		{"compare variant name", edit(t, fig1, func(m map[string]any) { m["compare"] = []any{map[string]any{"name": "no congestion"}} }), `compare[0]: name "no congestion" is also variants[0]'s`},
+		{"compare tuner", edit(t, fig1, func(m map[string]any) {
+			m["compare"] = []any{map[string]any{"name": "p", "tuner": map[string]any{"model": "x"}}}
+		}), `compare[0] (p): tuner: tuner config: Model = "x"`},
+		{"compare tuner with the scenario's", edit(t, fig1, func(m map[string]any) {
+			m["tuner"] = map[string]any{"H": 10}
+			m["compare"] = []any{map[string]any{"name": "p", "tuner": map[string]any{"B": 12}}}
+		}), `compare[0] (p): tuner: tuner config: H = 10, want >= B (12)`},
 		{"oracle depth", edit(t, fig1, func(m map[string]any) { m["oracle"] = map[string]any{"depth": 3} }), "oracle: depth = 3"},
+		{"oracle restarts", edit(t, fig1, func(m map[string]any) { m["oracle"] = map[string]any{"climb": true, "restarts": -1} }), "oracle: restarts = -1, want >= 0"},
+		{"oracle climb_budget", edit(t, fig1, func(m map[string]any) { m["oracle"] = map[string]any{"climb": true, "climb_budget": -5} }), "oracle: climb_budget = -5 simulations"},
+		{"oracle climb settings without the climb", edit(t, fig1, func(m map[string]any) { m["oracle"] = map[string]any{"restarts": 3} }), "set climb: true"},
+		{"oracle climb_screen", edit(t, fig1, func(m map[string]any) { m["oracle"] = map[string]any{"climb": true, "climb_screen": -1} }), "oracle: climb_screen = -1 epochs"},
 		{"oracle objective", edit(t, fig1, func(m map[string]any) { m["oracle"] = map[string]any{"objective": "max"} }), `objective "max"`},
 		{"variant no change", edit(t, fig1, func(m map[string]any) { m["variants"] = []any{map[string]any{"name": "v"}} }), "changes nothing"},
 		{"variant rank", edit(t, fig1, func(m map[string]any) {
@@ -269,6 +310,32 @@ func TestFig1(t *testing.T) {
 	}
 	if j.Share == nil || *j.Share < 0.99 {
 		t.Errorf("REACT's share of the oracle's gain %v, want 1", j.Share)
+	}
+}
+
+// TestExternalWindow: fig1's external flows only in epochs 2..4 of the
+// job: the static AllReduce takes 1152 us before and after, 1312 us during.
+func TestExternalWindow(t *testing.T) {
+	src := edit(t, fig1, func(m map[string]any) {
+		m["epochs"], m["measure_after"] = 8, 0
+		m["external"].([]any)[0].(map[string]any)["from_epoch"] = 2
+		m["external"].([]any)[0].(map[string]any)["to_epoch"] = 5
+		m["oracle"] = map[string]any{"off": true}
+		delete(m, "variants")
+	})
+	s := decode(t, src)
+	r, err := s.RunCase(s.Cases()[0], Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []float64{1152, 1152, 1312, 1312, 1312, 1152, 1152, 1152}
+	for e, got := range r.Jobs[0].Baseline.Times {
+		if !near(got, want[e]*1e-6, 1e-3) {
+			t.Errorf("epoch %d: %.1f us, want %.0f us", e, got*1e6, want[e])
+		}
+	}
+	if x := r.External[0]; !x.Windowed || x.FromEpoch != 2 || x.ToEpoch != 5 || x.Job != 0 {
+		t.Errorf("results name the window %+v, want epochs [2, 5) of job 0", x)
 	}
 }
 
