@@ -25,13 +25,14 @@ import (
 //     pattern predicts the same and nothing is searched.
 //   - A search that found nothing is not repeated until the model changes
 //     beyond its uncertainty; a revert backs the search off and raises the
-//     gain the model must predict next time by what it got wrong.
+//     gain the model must predict next time: at least what it got wrong,
+//     and twice the margin before.
 //   - The collective must take at least what the model predicts for the
 //     pattern in force (calibration); otherwise its predictions are not
 //     acted on. Gains are the time a change saves over the observed time.
-//   - The search climbs: every viable transform of the three kinds that
-//     moves a suspect rank is judged by a whole-pattern replay, the best is
-//     taken, and again from there, up to AMax swaps.
+//   - The search climbs: every viable transform of the three kinds (those
+//     that move the most congested ranks first) is judged by a whole-pattern
+//     replay, the best is taken, and again from there, up to maxSwaps swaps.
 //   - A change is proposed only when its predicted gain exceeds MinGain, what
 //     the batch's own spread can explain at the Confidence level, the margin
 //     earned by earlier misses, and survives the fit's uncertainty.
@@ -125,7 +126,7 @@ func (t *Tuner) decideReact(epoch int) *Decision {
 			}
 			t.reverts++
 			t.backoff = 1 << min(t.reverts-1, 4)
-			t.margin = max(t.margin, ev.predicted-(1+gain))
+			t.margin = max(2*t.margin, ev.predicted-(1+gain))
 			t.emit(d, ev.prev, epoch)
 			t.eval = nil
 			return d
@@ -170,7 +171,11 @@ func (t *Tuner) decideReact(epoch int) *Decision {
 	// spends beyond the flows (the runtime's own work, noise that the
 	// slowest path collects) is not saved, so the gain is judged on the
 	// observed time.
-	gain := func(cur, next float64) float64 { return d.Observed/max(d.Observed-(cur-next), 1e-12) - 1 }
+	// Where the model predicts more than the collective took, its FCTs
+	// were inflated beyond the collective time, and so are its savings:
+	// they are scaled down in proportion.
+	scale := min(1, d.Observed/now)
+	gain := func(cur, next float64) float64 { return d.Observed/max(d.Observed-scale*(cur-next), 1e-12) - 1 }
 	if g == nil || gain(now, after) < need {
 		if g != nil {
 			d.Note = fmt.Sprintf("best predicted speed-up %.3f is below the %.3f needed", 1+gain(now, after), 1+need)
@@ -197,14 +202,19 @@ func (t *Tuner) decideReact(epoch int) *Decision {
 	return d
 }
 
+// maxSwaps bounds the swaps of one change. The paper keeps changes small
+// (AMax) because its estimate is poor; the link model's judgement of the
+// whole pattern lets the climb go on to the top of its hill.
+const maxSwaps = 16
+
 // judgeBudget bounds the work of one search, in flows replayed: every
 // candidate of an 8-rank tree, about 600 of a 64-rank one, a few dozen
 // at 1024 ranks, where a decision must stay under a second.
 const judgeBudget = 150_000
 
 // climb walks from the pattern in force to the best pattern the model
-// predicts, one swap at a time, judging every viable transform that moves
-// a suspect rank (the most congested first, within judgeBudget); it
+// predicts, one swap at a time, judging every viable transform (those that
+// move the most congested ranks first, within judgeBudget); it
 // returns the end pattern (nil when no swap helps), its predicted time,
 // the swaps taken, their fingerprints and how many candidates it judged.
 func (t *Tuner) climb(pr *links.Predictor, now float64) (*ten.Pattern, float64, []Trial, []string, int) {
@@ -214,7 +224,7 @@ func (t *Tuner) climb(pr *links.Predictor, now float64) (*ten.Pattern, float64, 
 	var steps []string
 	evaluated, work := 0, 0
 	seen := map[string]bool{fingerprint(cur): true}
-	for len(trials) < t.cfg.AMax && work < judgeBudget {
+	for len(trials) < maxSwaps && work < judgeBudget {
 		var best *ten.Pattern
 		var bestSwap transform.Swap
 		bestT := curT * (1 - 1e-3)
@@ -267,16 +277,24 @@ func bySeverity(pr *links.Predictor) []int32 {
 	return sus
 }
 
-// candidates lists every transform of the three kinds that moves one of
-// the suspect ranks, suspect by suspect in the order given: position swaps
-// of its vertices with their partners, then chunk-local and global swaps
-// with every other rank.
+// candidates lists every transform of the three kinds, those that move
+// the suspect ranks first (suspect by suspect in the order given), then
+// those among the other ranks, which change what runs concurrently with the
+// suspects' flows: for each rank, position swaps of its vertices with their
+// partners, then chunk-local and global swaps with every rank not listed
+// before it.
 func candidates(p *ten.Pattern, suspects []int32) []transform.Swap {
 	var out []transform.Swap
 	done := make([]bool, p.Ranks)
 	chunks := p.Chunks()
 	pos := transform.NewPositions(p)
-	for _, x := range suspects {
+	order := slices.Clone(suspects)
+	for x := 0; x < p.Ranks; x++ {
+		if !slices.Contains(suspects, int32(x)) {
+			order = append(order, int32(x))
+		}
+	}
+	for _, x := range order {
 		for c := 0; c < chunks; c++ {
 			for _, v := range pos.Occupied(c) {
 				if v.Rank != x {

@@ -98,7 +98,7 @@ func TestNoCongestionNoChangeReact(t *testing.T) {
 // Where the FCTs follow a law the link model cannot express (the fixture's
 // degree model: a flow of degree 2 takes twice as long however its
 // neighbours are timed), the model misreads them; the cost must stay
-// bounded: at most two reverted tries in 120 epochs, and the collective
+// bounded: at most three reverted tries in 120 epochs, and the collective
 // time at the end no worse than the static pattern's.
 func TestModelMisfitCostIsBounded(t *testing.T) {
 	for _, p := range quietPatterns {
@@ -126,7 +126,7 @@ func TestModelMisfitCostIsBounded(t *testing.T) {
 				}
 			}
 			static, last := meanOf(times[:5]), meanOf(times[90:])
-			if tries > 2 || last > 1.01*static {
+			if tries > 3 || last > 1.01*static {
 				t.Errorf("%s %d ranks seed %d: %d reverted tries, last 30 epochs %.4g against static %.4g", p.Algo, p.Ranks, seed, tries, last, static)
 			}
 		}
