@@ -32,7 +32,8 @@ import (
 //     acted on. Gains are the time a change saves over the observed time.
 //   - The search climbs: every viable transform of the three kinds (those
 //     that move the most congested ranks first) is judged by a whole-pattern
-//     replay, the best is taken, and again from there, up to maxSwaps swaps.
+//     replay, the best is taken, and again from there, up to maxSwaps swaps;
+//     from each of the best few first swaps, keeping the best top.
 //   - A change is proposed only when its predicted gain exceeds MinGain, what
 //     the batch's own spread can explain at the Confidence level, the margin
 //     earned by earlier misses, and survives the fit's uncertainty.
@@ -212,52 +213,97 @@ const maxSwaps = 16
 // at 1024 ranks, where a decision must stay under a second.
 const judgeBudget = 150_000
 
-// climb walks from the pattern in force to the best pattern the model
-// predicts, one swap at a time, judging every viable transform (those that
-// move the most congested ranks first, within judgeBudget); it
-// returns the end pattern (nil when no swap helps), its predicted time,
-// the swaps taken, their fingerprints and how many candidates it judged.
-func (t *Tuner) climb(pr *links.Predictor, now float64) (*ten.Pattern, float64, []Trial, []string, int) {
-	suspects := bySeverity(pr)
-	cur, curT := t.cur, now
-	var trials []Trial
-	var steps []string
-	evaluated, work := 0, 0
-	seen := map[string]bool{fingerprint(cur): true}
-	for len(trials) < maxSwaps && work < judgeBudget {
-		var best *ten.Pattern
-		var bestSwap transform.Swap
-		bestT := curT * (1 - 1e-3)
-		for _, s := range candidates(cur, suspects) {
-			if work >= judgeBudget {
-				break
-			}
-			q := transform.Apply(cur, s)
-			fp := fingerprint(q)
-			if seen[fp] || t.rejected[fp] {
-				continue
-			}
-			seen[fp] = true
-			if s.Kind != transform.Position && semantics.Check(q) != nil {
-				continue
-			}
-			evaluated++
-			work += len(q.Flows)
-			if v := pr.Time(q, critpath.New(q), t.bytes); v < bestT {
-				best, bestSwap, bestT = q, s, v
-			}
-		}
-		if best == nil {
+// restarts is how many of the best first swaps the climb starts from: a
+// greedy climb stops on the first hilltop, and the model's judgements are
+// cheap beside a batch of the collective.
+const restarts = 4
+
+// node is a pattern on the climb, with its predicted time and the path to
+// it.
+type node struct {
+	p      *ten.Pattern
+	t      float64
+	trials []Trial
+	steps  []string
+}
+
+// search is one decision's climb: the judge, the suspects, the judgements
+// made so far (by fingerprint, -1 for a pattern the check refused) and the
+// work spent.
+type search struct {
+	t         *Tuner
+	pr        *links.Predictor
+	suspects  []int32
+	judged    map[string]float64
+	evaluated int
+	work      int
+}
+
+// neighbours returns up to keep patterns one swap from n, the fastest
+// first, that the model predicts faster than n by at least a part in a
+// thousand.
+func (sr *search) neighbours(n node, keep int) []node {
+	var out []node
+	for _, s := range candidates(n.p, sr.suspects) {
+		if sr.work >= judgeBudget {
 			break
 		}
-		trials = append(trials, Trial{Swap: bestSwap, Before: curT, After: bestT, Accepted: true})
-		steps = append(steps, fingerprint(best))
-		cur, curT = best, bestT
+		q := transform.Apply(n.p, s)
+		fp := fingerprint(q)
+		if sr.t.rejected[fp] {
+			continue
+		}
+		v, ok := sr.judged[fp]
+		if !ok {
+			v = -1
+			if s.Kind == transform.Position || semantics.Check(q) == nil {
+				sr.evaluated++
+				sr.work += len(q.Flows)
+				v = sr.pr.Time(q, critpath.New(q), sr.t.bytes)
+			}
+			sr.judged[fp] = v
+		}
+		if v < 0 || v >= n.t*(1-1e-3) {
+			continue
+		}
+		next := node{p: q, t: v, trials: append(slices.Clip(n.trials), Trial{Swap: s, Before: n.t, After: v, Accepted: true}),
+			steps: append(slices.Clip(n.steps), fp)}
+		i, _ := slices.BinarySearchFunc(out, v, func(a node, t float64) int { return cmp.Compare(a.t, t) })
+		if i < keep {
+			out = slices.Insert(out, i, next)
+			if len(out) > keep {
+				out = out[:keep]
+			}
+		}
 	}
-	if len(trials) == 0 {
-		return nil, now, nil, nil, evaluated
+	return out
+}
+
+// climb walks from the pattern in force to the best pattern the model
+// predicts: from each of the best few first swaps, one swap at a time to
+// the best neighbour, judging every viable transform (those that move the
+// most congested ranks first, within judgeBudget). It returns the best end
+// pattern (nil when no swap helps), its predicted time, the swaps taken,
+// their fingerprints and how many candidates it judged.
+func (t *Tuner) climb(pr *links.Predictor, now float64) (*ten.Pattern, float64, []Trial, []string, int) {
+	sr := &search{t: t, pr: pr, suspects: bySeverity(pr), judged: map[string]float64{fingerprint(t.cur): now}}
+	best := node{p: t.cur, t: now}
+	for _, n := range sr.neighbours(best, restarts) {
+		for len(n.trials) < maxSwaps && sr.work < judgeBudget {
+			next := sr.neighbours(n, 1)
+			if len(next) == 0 {
+				break
+			}
+			n = next[0]
+		}
+		if n.t < best.t {
+			best = n
+		}
 	}
-	return cur, curT, trials, steps, evaluated
+	if best.p == t.cur {
+		return nil, now, nil, nil, sr.evaluated
+	}
+	return best.p, best.t, best.trials, best.steps, sr.evaluated
 }
 
 // bySeverity lists the suspect ranks, the most congested first: by their
