@@ -1,5 +1,9 @@
-"""The `react` torch.distributed backend: a Python ProcessGroup over inner
-Gloo (cpu) and NCCL (cuda) groups built from the store it is handed.
+"""The `react` torch.distributed backend: a `dist.Backend` (c10d's Backend,
+subclassed in Python) over inner Gloo (cpu) and NCCL (cuda) groups built
+from the store it is handed. torch wraps it in its own ProcessGroup and
+registers it for cpu and cuda, so everything that goes through a group's
+backends (group names, destroying subgroups, batch_isend_irecv,
+monitored_barrier, TORCH_DISTRIBUTED_DEBUG's wrapper) works as with Gloo.
 
 AllReduce, AllGather, ReduceScatter, Broadcast, Reduce and Barrier run as
 patterns (executor.py); everything else is delegated to the inner group and
@@ -23,51 +27,25 @@ from .config import Config, from_env
 from .control import Control, KeyState
 from .executor import AVG, Executor, check_reduce, reduce_name
 from .pattern import Pattern, plan
+from .work import Work
 
 log = logging.getLogger("react_torch")
 
 _OPS = ("allreduce", "allgather", "reducescatter", "broadcast", "reduce")
 
-
-class _Work(dist._Work):
-    """A collective queued on the group's thread. wait() raises what the
-    collective raised (a dead peer's timeout, say): a Work made by
-    _create_work_from_future would swallow it."""
-
-    def __init__(self, fut: torch.futures.Future):
-        super().__init__()
-        self._fut = fut
-
-    def wait(self, timeout=None) -> bool:
-        self._fut.wait()  # raises the collective's exception
-        return True
-
-    def is_completed(self) -> bool:
-        return self._fut.done()
-
-    def is_success(self) -> bool:
-        if not self._fut.done():
-            return False
-        try:
-            self._fut.value()
-        except Exception:
-            return False
-        return True
-
-    def get_future(self) -> torch.futures.Future:
-        return self._fut
-
-    def result(self):
-        return self._fut.value()
-
-    def synchronize(self) -> None:
-        self.wait()
+_C10dBackend = torch._C._distributed_c10d.Backend
 
 
-class ReactProcessGroup(dist.ProcessGroup):
-    def __init__(self, store, rank: int, size: int, timeout: timedelta, cfg: Optional[Config] = None):
+class ReactBackend(_C10dBackend):
+    """One react group's backend. torch calls its methods with c10d's
+    argument lists (and the old method names as well as the new)."""
+
+    def __init__(self, store, rank: int, size: int, timeout: timedelta, cfg: Optional[Config] = None,
+                 group_name: str = "", global_ranks: Optional[List[int]] = None):
         super().__init__(rank, size)
         self._rank, self._size = rank, size
+        self.group_name = group_name
+        self.global_ranks = list(global_ranks) if global_ranks else list(range(size))
         self.cfg = cfg or from_env()
         self._timeout = timeout
         self._store = store
@@ -88,17 +66,20 @@ class ReactProcessGroup(dist.ProcessGroup):
     def getBackendName(self) -> str:
         return "react"
 
-    def size(self) -> int:  # noqa: D401
-        return self._size
+    # c10d's Python trampoline answers these C++ queries by looking up the
+    # Python attribute of the same name, which without an override is the
+    # binding itself: infinite recursion (batch_isend_irecv asks for
+    # supports_coalescing). react splits, shrinks and coalesces nothing.
+    supports_coalescing = property(lambda self: False)
+    supports_splitting = property(lambda self: False)
+    supports_shrinking = property(lambda self: False)
+    supports_reconfigure = property(lambda self: False)
+    supports_window = property(lambda self: False)
+    _supports_time_estimate = property(lambda self: False)
 
-    def rank(self) -> int:
-        return self._rank
-
-    def getSize(self) -> int:
-        return self._size
-
-    def getRank(self) -> int:
-        return self._rank
+    @property
+    def options(self):
+        return _C10dBackend.Options("react", self._timeout)
 
     def shutdown(self) -> None:
         with self._lock:
@@ -204,7 +185,7 @@ class ReactProcessGroup(dist.ProcessGroup):
             if self._worker is None:
                 self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="react-coll")
             self._worker.submit(job)
-        return self._keep(_Work(fut))
+        return self._keep(Work(fut))
 
     def _drain(self) -> None:
         """Waits until every collective called so far has run, so that a
@@ -315,6 +296,9 @@ class ReactProcessGroup(dist.ProcessGroup):
 
         return self._submit(fn, outputs, inputs[0].device)
 
+    def all_gather_single_coalesced(self, outputs: List[torch.Tensor], inputs: List[torch.Tensor], opts=None):
+        return self.allgather_into_tensor_coalesced(outputs, inputs, opts)
+
     def _allgather_base(self, output: torch.Tensor, input: torch.Tensor, opts=None):
         return self.allgather_into_tensor_coalesced([output], [input], opts)
 
@@ -368,6 +352,9 @@ class ReactProcessGroup(dist.ProcessGroup):
 
         return self._submit(fn, outputs, outputs[0].device)
 
+    def reduce_scatter_single_coalesced(self, outputs, inputs, opts=None):
+        return self.reduce_scatter_tensor_coalesced(outputs, inputs, opts)
+
     def _reduce_scatter_base(self, output: torch.Tensor, input: torch.Tensor, opts=None):
         return self.reduce_scatter_tensor_coalesced([output], [input], opts)
 
@@ -382,6 +369,24 @@ class ReactProcessGroup(dist.ProcessGroup):
                 self._gloo.allreduce([t]).wait()
 
         return self._submit(fn, [t], t.device)
+
+    def monitored_barrier(self, opts=None, wait_all_ranks: bool = False):
+        """Gloo's monitored barrier on the inner group, once every collective
+        called before it has run: it names the ranks that did not arrive."""
+        self._drain()
+        timeout = opts.timeout if opts is not None and opts.timeout.total_seconds() > 0 else self._timeout
+        if self._size > 1:
+            self._gloo.monitored_barrier(timeout, wait_all_ranks)
+        return _done()
+
+    # torch's coalescing manager brackets a batch with these: the ops
+    # between them run in call order anyway, so the batch's Work is the
+    # completion of everything called up to its end.
+    def start_coalescing(self) -> None:
+        pass
+
+    def end_coalescing(self):
+        return self._submit(lambda: None, None, torch.device("cpu"))
 
     # ---- delegated, after the collectives called before them
     def _delegated(self, name: str, call):
@@ -403,6 +408,9 @@ class ReactProcessGroup(dist.ProcessGroup):
     def alltoall_base(self, output, input, output_split_sizes, input_split_sizes, opts=None):
         return self._delegated("alltoall_base", lambda: self._inner(input).alltoall_base(output, input, output_split_sizes, input_split_sizes, opts or dist.AllToAllOptions()))
 
+    def all_to_all_single(self, output, input, output_split_sizes, input_split_sizes, opts=None):
+        return self.alltoall_base(output, input, output_split_sizes, input_split_sizes, opts)
+
     def alltoall(self, outputs, inputs, opts=None):
         return self._delegated("alltoall", lambda: self._inner(inputs[0]).alltoall(outputs, inputs, opts or dist.AllToAllOptions()))
 
@@ -413,6 +421,14 @@ class ReactProcessGroup(dist.ProcessGroup):
         return self._delegated("scatter", lambda: self._inner(outputs[0]).scatter(outputs, inputs, opts or dist.ScatterOptions()))
 
 
-def create(store, rank: int, size: int, timeout: timedelta):
-    """The backend creator torch calls for backend="react"."""
-    return ReactProcessGroup(store, rank, size, timeout)
+def _done():
+    fut = torch.futures.Future()
+    fut.set_result(None)
+    return Work(fut)
+
+
+def create(opts, backend_options=None, cfg: Optional[Config] = None) -> ReactBackend:
+    """The backend creator torch calls for backend="react" (extended API:
+    c10d's _DistributedBackendOptions)."""
+    return ReactBackend(opts.store, opts.group_rank, opts.group_size, opts.timeout, cfg,
+                        group_name=str(opts.group_id), global_ranks=list(opts.global_ranks_in_group))

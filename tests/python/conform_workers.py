@@ -1,0 +1,71 @@
+"""Worker processes for test_conform.py: react behaving like a
+torch.distributed backend (issue 15). Started like workers.py; each
+scenario prints "OK <scenario>" on success."""
+
+import os
+import sys
+import time
+from datetime import timedelta
+
+import torch
+import torch.distributed as dist
+
+import react_torch
+
+sys.path.insert(0, os.path.dirname(__file__))
+from workers import data, init, same  # noqa: E402
+
+
+def backends():
+    """Everything that goes through a group's backends: group names,
+    destroying a subgroup, batch_isend_irecv, monitored_barrier."""
+    rank, n, gloo = init()
+    world = dist.group.WORLD
+    assert world.group_name, "the default group has no name"
+    assert dist.get_backend() == "react"
+    assert type(world._get_backend(torch.device("cpu"))).__name__ == "ReactBackend"
+    sub = dist.new_group(list(range(n - 1)))
+    if rank < n - 1:
+        assert sub.group_name and sub.group_name != world.group_name, (sub.group_name, world.group_name)
+        x = data(rank, 3000, torch.int64)
+        ref = x.clone()
+        dist.all_reduce(x, group=sub)
+        subref = dist.new_group(list(range(n - 1)), backend="gloo")
+        dist.all_reduce(ref, group=subref)
+        same(x, ref, "subgroup allreduce")
+    else:
+        dist.new_group(list(range(n - 1)), backend="gloo")
+    dist.destroy_process_group(sub)
+    assert sub not in dist.distributed_c10d._world.pg_map, "destroyed subgroup still registered"
+    # a ring exchange through batch_isend_irecv
+    send = torch.arange(5) + 10 * rank
+    got = torch.zeros(5, dtype=torch.int64)
+    ops = [dist.P2POp(dist.isend, send, (rank + 1) % n), dist.P2POp(dist.irecv, got, (rank - 1) % n)]
+    for w in dist.batch_isend_irecv(ops):
+        w.wait()
+    same(got, torch.arange(5) + 10 * ((rank - 1) % n), "batch_isend_irecv")
+    dist.monitored_barrier(timeout=timedelta(seconds=20), wait_all_ranks=True)
+    x = data(rank, 1000, torch.float64)
+    ref = x.clone()
+    dist.all_reduce(x)
+    dist.all_reduce(ref, group=gloo)
+    same(x, ref, "allreduce after monitored_barrier")
+    # a rank that does not arrive is named, within the barrier's timeout
+    if rank == 1:
+        time.sleep(6)
+        print("OK backends", flush=True)
+        os._exit(0)
+    t0 = time.time()
+    try:
+        dist.monitored_barrier(timeout=timedelta(seconds=2), wait_all_ranks=True)
+        raise AssertionError("monitored_barrier passed without rank 1")
+    except RuntimeError as e:
+        took = time.time() - t0
+        if rank == 0:
+            assert "1" in str(e) and took < 2 + 3, (took, str(e))
+    print("OK backends", flush=True)
+    os._exit(0)
+
+
+if __name__ == "__main__":
+    globals()[sys.argv[1]]()
