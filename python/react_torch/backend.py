@@ -60,7 +60,50 @@ class ReactBackend(_C10dBackend):
         self._works = []  # keep Works alive
         self._lock = threading.Lock()
         self._worker: Optional[ThreadPoolExecutor] = None  # runs the collectives in call order
+        self._agree()
         self._control = Control(self.cfg, self._ctrl_pg, rank, size, self._decode) if size > 1 and self.cfg.tune else None
+
+    def _agree(self) -> None:
+        """Checks the settings on every rank before the group is used: each
+        rank's problems (a bad REACT_LAG, a leader out of range, ...) and the
+        settings all ranks must share reach every rank over the control
+        group, so that every rank fails at creation with the same sentence,
+        instead of the leader failing at its first tuned call and the others
+        seeing "Connection closed"."""
+        import json
+
+        from . import config
+
+        mine = {"problems": config.validate(self.cfg, self._size), "shared": config.shared(self.cfg)}
+        if self._size == 1:
+            every = [mine]
+        else:
+            raw = json.dumps(mine).encode()[: _AGREE_BYTES - 4]
+            buf = torch.zeros(_AGREE_BYTES, dtype=torch.uint8)
+            buf[:4] = torch.tensor(list(len(raw).to_bytes(4, "little")), dtype=torch.uint8)
+            buf[4 : 4 + len(raw)] = torch.frombuffer(bytearray(raw), dtype=torch.uint8)
+            outs = [torch.empty_like(buf) for _ in range(self._size)]
+            self._ctrl_pg.allgather([outs], [buf]).wait()
+            every = []
+            for o in outs:
+                b = o.numpy().tobytes()
+                every.append(json.loads(b[4 : 4 + int.from_bytes(b[:4], "little")]))
+        why: Dict[str, List[int]] = {}
+        for r, e in enumerate(every):
+            for p in e["problems"]:
+                why.setdefault(p, []).append(r)
+        if why:
+            raise ValueError("react_torch: invalid settings for a react group of %d ranks: %s" % (
+                self._size, "; ".join(f"{_ranks(rs, self._size)}: {p}" for p, rs in why.items())))
+        differ = []
+        for k in config.AGREE:
+            vals: Dict[str, List[int]] = {}
+            for r, e in enumerate(every):
+                vals.setdefault(repr(e["shared"][k]), []).append(r)
+            if len(vals) > 1:
+                differ.append(f"{config._FIELDS[k][0]} is " + ", ".join(f"{v} on {_ranks(rs, self._size)}" for v, rs in vals.items()))
+        if differ:
+            raise ValueError("react_torch: the ranks of a react group must share these settings: " + "; ".join(differ))
 
     # ---- identity
     def getBackendName(self) -> str:
@@ -144,7 +187,7 @@ class ReactBackend(_C10dBackend):
         inner = self._inner(t)
         ex = self._executors.get(id(inner))
         if ex is None:
-            ex = self._executors[id(inner)] = Executor(inner, self._rank, self._size, self.cfg.segment_bytes)
+            ex = self._executors[id(inner)] = Executor(inner, self._rank, self._size, self.cfg.segment_bytes, self.global_ranks)
         fct = ex.run(st.pattern, pl, work, reduce)
         elapsed = time.perf_counter() - t0
         if self._control is not None:
@@ -197,9 +240,9 @@ class ReactBackend(_C10dBackend):
 
     # ---- collectives
     def allreduce(self, tensors: List[torch.Tensor], opts=None):
-        name = reduce_name(opts.reduceOp if opts is not None else dist.ReduceOp.SUM)
+        name = reduce_name(opts.reduceOp if opts is not None else dist.ReduceOp.SUM, "allreduce")
         for t in tensors:
-            check_reduce(name, t.dtype)
+            check_reduce(name, t.dtype, "allreduce")
 
         def fn():
             for t in tensors:
@@ -234,9 +277,9 @@ class ReactBackend(_C10dBackend):
 
     def reduce(self, tensors: List[torch.Tensor], opts=None):
         root = opts.rootRank if opts is not None else 0
-        name = reduce_name(opts.reduceOp if opts is not None else dist.ReduceOp.SUM)
+        name = reduce_name(opts.reduceOp if opts is not None else dist.ReduceOp.SUM, "reduce")
         for t in tensors:
-            check_reduce(name, t.dtype)
+            check_reduce(name, t.dtype, "reduce")
 
         def fn():
             for t in tensors:
@@ -311,7 +354,7 @@ class ReactBackend(_C10dBackend):
             raise ValueError(f"react_torch: reduce_scatter input has {inp.numel()} elements, want {self._size} x {m} = {m * self._size}")
         if out.dtype != inp.dtype:
             raise TypeError(f"react_torch: reduce_scatter output dtype {out.dtype} differs from input {inp.dtype}")
-        check_reduce(name, inp.dtype)
+        check_reduce(name, inp.dtype, "reduce_scatter")
 
     def _reduce_scatter_flat(self, out: torch.Tensor, inp: torch.Tensor, name: str) -> None:
         m = out.numel()
@@ -324,7 +367,7 @@ class ReactBackend(_C10dBackend):
         out.copy_(res.view_as(out))
 
     def reduce_scatter(self, output_tensors: List[torch.Tensor], input_tensors: List[List[torch.Tensor]], opts=None):
-        name = reduce_name(opts.reduceOp if opts is not None else dist.ReduceOp.SUM)
+        name = reduce_name(opts.reduceOp if opts is not None else dist.ReduceOp.SUM, "reduce_scatter")
         for out, ins in zip(output_tensors, input_tensors):
             if len(ins) != self._size:
                 raise ValueError(f"react_torch: reduce_scatter needs {self._size} input tensors, got {len(ins)}")
@@ -333,7 +376,7 @@ class ReactBackend(_C10dBackend):
                     raise ValueError(f"react_torch: reduce_scatter input tensor has {i.numel()} elements, output has {out.numel()}")
                 if i.dtype != out.dtype:
                     raise TypeError(f"react_torch: reduce_scatter output dtype {out.dtype} differs from input {i.dtype}")
-            check_reduce(name, out.dtype)
+            check_reduce(name, out.dtype, "reduce_scatter")
 
         def fn():
             for out, ins in zip(output_tensors, input_tensors):
@@ -342,7 +385,7 @@ class ReactBackend(_C10dBackend):
         return self._submit(fn, output_tensors, output_tensors[0].device)
 
     def reduce_scatter_tensor_coalesced(self, outputs, inputs, opts=None):
-        name = reduce_name(opts.reduceOp if opts is not None else dist.ReduceOp.SUM)
+        name = reduce_name(opts.reduceOp if opts is not None else dist.ReduceOp.SUM, "reduce_scatter")
         for o, i in zip(outputs, inputs):
             self._check_reduce_scatter(o, i, name)
 
@@ -419,6 +462,16 @@ class ReactBackend(_C10dBackend):
 
     def scatter(self, outputs, inputs, opts=None):
         return self._delegated("scatter", lambda: self._inner(outputs[0]).scatter(outputs, inputs, opts or dist.ScatterOptions()))
+
+
+_AGREE_BYTES = 8192  # each rank's settings report, JSON, fixed size for the gather
+
+
+def _ranks(rs: List[int], size: int) -> str:
+    """"every rank", "rank 2" or "ranks 0, 3"."""
+    if len(rs) == size and size > 1:
+        return "every rank"
+    return ("rank " if len(rs) == 1 else "ranks ") + ", ".join(map(str, rs))
 
 
 def _done():

@@ -67,5 +67,66 @@ def backends():
     os._exit(0)
 
 
+def settings():
+    """Group creation with a bad setting fails on every rank, at once, with
+    a sentence naming the variable."""
+    t0 = time.time()
+    try:
+        dist.init_process_group("react", timeout=timedelta(seconds=60))
+    except ValueError as e:
+        print(f"OK settings {time.time() - t0:.1f}s: {e}", flush=True)
+        os._exit(0)
+    print("NO-ERROR", flush=True)
+    os._exit(1)
+
+
+def unknown_env():
+    """An unknown REACT_* variable (another program's) is ignored with one
+    warning; the job runs."""
+    rank, n, gloo = init()
+    x = data(rank, 100, torch.float32)
+    ref = x.clone()
+    dist.all_reduce(x)
+    dist.all_reduce(ref, group=gloo)
+    same(x, ref, "allreduce")
+    dist.new_group(backend="react")  # a second group: no second warning
+    dist.destroy_process_group()
+    print("OK unknown_env", flush=True)
+
+
+def error_texts():
+    """Errors name the react op, a reduce op by name, and the peer."""
+    rank, n, gloo = init(timeout=8)
+    try:
+        dist.all_reduce(torch.ones(4), op=dist._make_nccl_premul_sum(2.0))
+        raise AssertionError("PREMUL_SUM accepted")
+    except ValueError as e:
+        assert "allreduce" in str(e) and "PREMUL_SUM" in str(e) and "object at" not in str(e), str(e)
+    try:
+        dist.all_reduce(torch.ones(4), op=dist.ReduceOp.BAND)
+        raise AssertionError("BAND on float32 accepted")
+    except TypeError as e:
+        assert "allreduce" in str(e) and "BAND" in str(e) and "float32" in str(e), str(e)
+    for op in (dist.ReduceOp.BAND, dist.ReduceOp.BOR, dist.ReduceOp.BXOR):
+        x = data(rank, 1000, torch.int64) * 37
+        ref = x.clone()
+        dist.all_reduce(x, op=op)
+        dist.all_reduce(ref, op=op, group=gloo)
+        same(x, ref, f"allreduce {op}")
+    if rank == 2:
+        os._exit(0)
+    t0 = time.time()
+    try:
+        for _ in range(50):
+            dist.all_reduce(torch.ones(1000))
+        raise AssertionError("no error with a dead peer")
+    except RuntimeError as e:
+        took = time.time() - t0
+        assert took < 8 + 5, f"error after {took:.1f}s"
+        assert "allreduce of 1000 float32" in str(e) and "rank" in str(e) and "step" in str(e), str(e)
+        print(f"OK error_texts after {took:.1f}s: {e}", flush=True)
+    os._exit(0)
+
+
 if __name__ == "__main__":
     globals()[sys.argv[1]]()

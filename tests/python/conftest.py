@@ -18,14 +18,16 @@ def free_port():
     return port
 
 
-def launch(n, *args, env=None, timeout=240, script=WORKERS):
-    """Starts n ranks of script as torchrun does (env://), returns [(rc, stdout, stderr)]."""
+def launch(n, *args, env=None, timeout=240, script=WORKERS, per_rank=None):
+    """Starts n ranks of script as torchrun does (env://), returns [(rc, stdout, stderr)];
+    per_rank adds environment variables to some ranks."""
     port = free_port()
     procs = []
     for r in range(n):
         e = dict(os.environ, RANK=str(r), WORLD_SIZE=str(n), LOCAL_RANK=str(r), LOCAL_WORLD_SIZE=str(n),
                  MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), PYTHONPATH=os.path.join(ROOT, "python"), OMP_NUM_THREADS="1")
         e.update(env or {})
+        e.update((per_rank or {}).get(r, {}))
         procs.append(subprocess.Popen([sys.executable, script, *args], env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
     out = []
     for p in procs:

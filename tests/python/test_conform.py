@@ -11,3 +11,43 @@ def test_group_machinery_goes_through_the_backend():
     monitored_barrier: torch reaches them through the group's Backend."""
     for rc, out, err in launch(3, "backends", env={"REACT_TUNE": "0"}, script=CONFORM, timeout=120):
         assert rc == 0 and "OK backends" in out, err[-3000:]
+
+
+@pytest.mark.parametrize("env,words", [
+    ({"REACT_LAG": "0"}, ["REACT_LAG=0", "Lag = 0, want >= 1", "every rank"]),
+    ({"REACT_B": "0"}, ["REACT_B=0", "want >= 1"]),
+    ({"REACT_LEADER": "99"}, ["REACT_LEADER=99", "0 to 2"]),
+    ({"REACT_SEGMENT_BYTES": "-1"}, ["REACT_SEGMENT_BYTES=-1", "want >= 0"]),
+])
+def test_bad_settings_fail_every_rank_at_creation(env, words):
+    """Before: REACT_LAG=0 deadlocked the first tuned call; REACT_B=0 and
+    REACT_LEADER=99 failed later on the leader only; REACT_SEGMENT_BYTES=-1
+    was silently 0."""
+    for rc, out, err in launch(3, "settings", env=env, script=CONFORM, timeout=90):
+        assert rc == 0 and "OK settings" in out, (out, err[-3000:])
+        took = float(out.split("OK settings ")[1].split("s:")[0])
+        assert took < 20, out
+        for w in words:
+            assert w in out, (w, out)
+
+
+def test_settings_that_ranks_must_share_are_compared():
+    res = launch(3, "settings", env={"REACT_LAG": "3"}, script=CONFORM, timeout=90, per_rank={2: {"REACT_LAG": "4"}})
+    for rc, out, err in res:
+        assert rc == 0 and "OK settings" in out, (out, err[-3000:])
+        assert "REACT_LAG is 3 on ranks 0, 1, 4 on rank 2" in out, out
+
+
+def test_unknown_react_variable_is_ignored_with_one_warning():
+    """Before: any unknown REACT_* variable made group creation fail."""
+    for rc, out, err in launch(3, "unknown_env", env={"REACT_TUNE": "0", "REACT_APP_API_URL": "http://x"}, script=CONFORM):
+        assert rc == 0 and "OK unknown_env" in out, err[-3000:]
+        assert err.count("REACT_APP_API_URL") == 1, err[-3000:]
+
+
+def test_error_texts_name_op_reduce_op_and_peer():
+    """Before: <ReduceOp object at 0x...>, and Gloo's raw text on a fault."""
+    res = launch(3, "error_texts", env={"REACT_TUNE": "0"}, script=CONFORM, timeout=120)
+    for r in (0, 1):
+        rc, out, err = res[r]
+        assert rc == 0 and "OK error_texts" in out, (out, err[-3000:])
