@@ -13,6 +13,7 @@ logged once.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -60,6 +61,7 @@ class ReactBackend(_C10dBackend):
         self._works = []  # keep Works alive
         self._lock = threading.Lock()
         self._worker: Optional[ThreadPoolExecutor] = None  # runs the collectives in call order
+        self._pid = os.getpid()  # a forked child must not use the group
         self._agree()
         self._control = Control(self.cfg, self._ctrl_pg, rank, size, self._decode) if size > 1 and self.cfg.tune else None
 
@@ -203,7 +205,31 @@ class ReactBackend(_C10dBackend):
                 self._works = [x for x in old if not x.is_completed()] + recent
         return w
 
-    def _submit(self, fn, result, device: torch.device):
+    def _admit(self, what: str, *tensors) -> torch.device:
+        """Refuses, before anything is queued or sent, a call this process
+        cannot run: one from a forked child (the group's threads and Go do
+        not survive fork: the call would hang) and tensors on a device the
+        backend cannot run (meta, ...: Gloo would abort the PEERS) or of a
+        layout it does not move. Returns the device the call runs on."""
+        if os.getpid() != self._pid:
+            raise _lib.ReactError(_lib.E_FORK, f"react_torch: {what}: this process (pid {os.getpid()}) is a fork of the one that made "
+                                  f"the react group (pid {self._pid}); a forked child cannot call it (Go and the group's threads do not survive fork)")
+        flat = [t for ts in tensors for t in (ts if isinstance(ts, (list, tuple)) else [ts])]
+        flat = [t for t in flat for t in (t if isinstance(t, (list, tuple)) else [t])]
+        dev = None
+        for t in flat:
+            if t.device.type not in ("cpu", "cuda"):
+                raise ValueError(f"react_torch: {what}: a tensor on device {t.device} cannot run on the react backend "
+                                 f"(cpu and cuda can); nothing was sent")
+            if t.layout != torch.strided:
+                raise ValueError(f"react_torch: {what}: a {t.layout} tensor cannot run on the react backend (strided ones can); nothing was sent")
+            if dev is None:
+                dev = t.device
+            elif t.device.type != dev.type:
+                raise ValueError(f"react_torch: {what}: tensors on {dev} and {t.device} in one call; nothing was sent")
+        return dev if dev is not None else torch.device("cpu")
+
+    def _submit(self, fn, result, device: torch.device, what: str = "collective"):
         """Runs fn on the group's collective thread, in call order, and returns
         a Work that completes (or fails) with it: the caller goes on at once
         (async_op=True overlaps, DDP's buckets overlap backward) and every
@@ -228,7 +254,7 @@ class ReactBackend(_C10dBackend):
             if self._worker is None:
                 self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="react-coll")
             self._worker.submit(job)
-        return self._keep(Work(fut))
+        return self._keep(Work(fut, what))
 
     def _drain(self) -> None:
         """Waits until every collective called so far has run, so that a
@@ -240,6 +266,7 @@ class ReactBackend(_C10dBackend):
 
     # ---- collectives
     def allreduce(self, tensors: List[torch.Tensor], opts=None):
+        dev = self._admit("allreduce", tensors)
         name = reduce_name(opts.reduceOp if opts is not None else dist.ReduceOp.SUM, "allreduce")
         for t in tensors:
             check_reduce(name, t.dtype, "allreduce")
@@ -254,7 +281,7 @@ class ReactBackend(_C10dBackend):
                     if flat.data_ptr() != t.data_ptr():
                         t.copy_(flat.view_as(t))
 
-        return self._submit(fn, tensors, tensors[0].device)
+        return self._submit(fn, tensors, dev, "allreduce")
 
     def allreduce_coalesced(self, tensors: List[torch.Tensor], opts=None):
         o = dist.AllreduceOptions()
@@ -263,6 +290,7 @@ class ReactBackend(_C10dBackend):
         return self.allreduce(tensors, o)
 
     def broadcast(self, tensors: List[torch.Tensor], opts=None):
+        dev = self._admit("broadcast", tensors)
         root = opts.rootRank if opts is not None else 0
 
         def fn():
@@ -273,9 +301,10 @@ class ReactBackend(_C10dBackend):
                     if flat.data_ptr() != t.data_ptr():
                         t.copy_(flat.view_as(t))
 
-        return self._submit(fn, tensors, tensors[0].device)
+        return self._submit(fn, tensors, dev, "broadcast")
 
     def reduce(self, tensors: List[torch.Tensor], opts=None):
+        dev = self._admit("reduce", tensors)
         root = opts.rootRank if opts is not None else 0
         name = reduce_name(opts.reduceOp if opts is not None else dist.ReduceOp.SUM, "reduce")
         for t in tensors:
@@ -292,7 +321,7 @@ class ReactBackend(_C10dBackend):
                         if flat.data_ptr() != t.data_ptr():
                             t.copy_(flat.view_as(t))
 
-        return self._submit(fn, tensors, tensors[0].device)
+        return self._submit(fn, tensors, dev, "reduce")
 
     def _check_allgather(self, out: torch.Tensor, inp: torch.Tensor) -> None:
         m = inp.numel()
@@ -311,6 +340,7 @@ class ReactBackend(_C10dBackend):
             out.copy_(buf.view_as(out))
 
     def allgather(self, output_tensors: List[List[torch.Tensor]], input_tensors: List[torch.Tensor], opts=None):
+        dev = self._admit("allgather", output_tensors, input_tensors)
         for outs, inp in zip(output_tensors, input_tensors):
             if len(outs) != self._size:
                 raise ValueError(f"react_torch: allgather needs {self._size} output tensors, got {len(outs)}")
@@ -327,9 +357,10 @@ class ReactBackend(_C10dBackend):
                 for r, o in enumerate(outs):
                     o.copy_(flat[r * inp.numel() : (r + 1) * inp.numel()].view_as(o))
 
-        return self._submit(fn, output_tensors, input_tensors[0].device)
+        return self._submit(fn, output_tensors, dev, "allgather")
 
     def allgather_into_tensor_coalesced(self, outputs: List[torch.Tensor], inputs: List[torch.Tensor], opts=None):
+        dev = self._admit("allgather", outputs, inputs)
         for o, i in zip(outputs, inputs):
             self._check_allgather(o, i)
 
@@ -337,7 +368,7 @@ class ReactBackend(_C10dBackend):
             for o, i in zip(outputs, inputs):
                 self._allgather_flat(o, i)
 
-        return self._submit(fn, outputs, inputs[0].device)
+        return self._submit(fn, outputs, dev, "allgather")
 
     def all_gather_single_coalesced(self, outputs: List[torch.Tensor], inputs: List[torch.Tensor], opts=None):
         return self.allgather_into_tensor_coalesced(outputs, inputs, opts)
@@ -367,6 +398,7 @@ class ReactBackend(_C10dBackend):
         out.copy_(res.view_as(out))
 
     def reduce_scatter(self, output_tensors: List[torch.Tensor], input_tensors: List[List[torch.Tensor]], opts=None):
+        dev = self._admit("reduce_scatter", output_tensors, input_tensors)
         name = reduce_name(opts.reduceOp if opts is not None else dist.ReduceOp.SUM, "reduce_scatter")
         for out, ins in zip(output_tensors, input_tensors):
             if len(ins) != self._size:
@@ -382,9 +414,10 @@ class ReactBackend(_C10dBackend):
             for out, ins in zip(output_tensors, input_tensors):
                 self._reduce_scatter_flat(out, torch.cat([i.reshape(-1) for i in ins]), name)
 
-        return self._submit(fn, output_tensors, output_tensors[0].device)
+        return self._submit(fn, output_tensors, dev, "reduce_scatter")
 
     def reduce_scatter_tensor_coalesced(self, outputs, inputs, opts=None):
+        dev = self._admit("reduce_scatter", outputs, inputs)
         name = reduce_name(opts.reduceOp if opts is not None else dist.ReduceOp.SUM, "reduce_scatter")
         for o, i in zip(outputs, inputs):
             self._check_reduce_scatter(o, i, name)
@@ -393,7 +426,7 @@ class ReactBackend(_C10dBackend):
             for o, i in zip(outputs, inputs):
                 self._reduce_scatter_flat(o, i, name)
 
-        return self._submit(fn, outputs, outputs[0].device)
+        return self._submit(fn, outputs, dev, "reduce_scatter")
 
     def reduce_scatter_single_coalesced(self, outputs, inputs, opts=None):
         return self.reduce_scatter_tensor_coalesced(outputs, inputs, opts)
@@ -405,17 +438,19 @@ class ReactBackend(_C10dBackend):
         return self.reduce_scatter_tensor_coalesced([output], [input], opts)
 
     def barrier(self, opts=None):
+        self._admit("barrier")
         t = torch.zeros(1)
 
         def fn():
             if self._size > 1:
                 self._gloo.allreduce([t]).wait()
 
-        return self._submit(fn, [t], t.device)
+        return self._submit(fn, [t], t.device, "barrier")
 
     def monitored_barrier(self, opts=None, wait_all_ranks: bool = False):
         """Gloo's monitored barrier on the inner group, once every collective
         called before it has run: it names the ranks that did not arrive."""
+        self._admit("monitored_barrier")
         self._drain()
         timeout = opts.timeout if opts is not None and opts.timeout.total_seconds() > 0 else self._timeout
         if self._size > 1:
@@ -429,10 +464,12 @@ class ReactBackend(_C10dBackend):
         pass
 
     def end_coalescing(self):
-        return self._submit(lambda: None, None, torch.device("cpu"))
+        self._admit("coalesced batch")
+        return self._submit(lambda: None, None, torch.device("cpu"), "coalesced batch")
 
     # ---- delegated, after the collectives called before them
-    def _delegated(self, name: str, call):
+    def _delegated(self, name: str, call, *tensors):
+        self._admit(name, *tensors)
         if name not in self._delegated_logged:
             self._delegated_logged.add(name)
             log.info("react_torch: %s is delegated to the inner group", name)
@@ -440,28 +477,28 @@ class ReactBackend(_C10dBackend):
         return call()
 
     def send(self, tensors, dst: int, tag: int = 0):
-        return self._delegated("send", lambda: self._inner(tensors[0]).send(tensors, dst, tag))
+        return self._delegated("send", lambda: self._inner(tensors[0]).send(tensors, dst, tag), tensors)
 
     def recv(self, tensors, src: int, tag: int = 0):
-        return self._delegated("recv", lambda: self._inner(tensors[0]).recv(tensors, src, tag))
+        return self._delegated("recv", lambda: self._inner(tensors[0]).recv(tensors, src, tag), tensors)
 
     def recv_anysource(self, tensors, tag: int = 0):
-        return self._delegated("recv_anysource", lambda: self._inner(tensors[0]).recv_anysource(tensors, tag))
+        return self._delegated("recv_anysource", lambda: self._inner(tensors[0]).recv_anysource(tensors, tag), tensors)
 
     def alltoall_base(self, output, input, output_split_sizes, input_split_sizes, opts=None):
-        return self._delegated("alltoall_base", lambda: self._inner(input).alltoall_base(output, input, output_split_sizes, input_split_sizes, opts or dist.AllToAllOptions()))
+        return self._delegated("alltoall_base", lambda: self._inner(input).alltoall_base(output, input, output_split_sizes, input_split_sizes, opts or dist.AllToAllOptions()), output, input)
 
     def all_to_all_single(self, output, input, output_split_sizes, input_split_sizes, opts=None):
         return self.alltoall_base(output, input, output_split_sizes, input_split_sizes, opts)
 
     def alltoall(self, outputs, inputs, opts=None):
-        return self._delegated("alltoall", lambda: self._inner(inputs[0]).alltoall(outputs, inputs, opts or dist.AllToAllOptions()))
+        return self._delegated("alltoall", lambda: self._inner(inputs[0]).alltoall(outputs, inputs, opts or dist.AllToAllOptions()), outputs, inputs)
 
     def gather(self, outputs, inputs, opts=None):
-        return self._delegated("gather", lambda: self._inner(inputs[0]).gather(outputs, inputs, opts or dist.GatherOptions()))
+        return self._delegated("gather", lambda: self._inner(inputs[0]).gather(outputs, inputs, opts or dist.GatherOptions()), outputs, inputs)
 
     def scatter(self, outputs, inputs, opts=None):
-        return self._delegated("scatter", lambda: self._inner(outputs[0]).scatter(outputs, inputs, opts or dist.ScatterOptions()))
+        return self._delegated("scatter", lambda: self._inner(outputs[0]).scatter(outputs, inputs, opts or dist.ScatterOptions()), outputs, inputs)
 
 
 _AGREE_BYTES = 8192  # each rank's settings report, JSON, fixed size for the gather

@@ -4,11 +4,16 @@ collective's exception; this one raises it from wait()."""
 
 from __future__ import annotations
 
+import threading
 from datetime import timedelta
 from typing import Optional
 
 import torch
 import torch.distributed as dist
+
+
+class WaitTimeout(RuntimeError):
+    """Work.wait's own timeout passed before the collective completed."""
 
 
 class Work(dist._Work):
@@ -18,6 +23,16 @@ class Work(dist._Work):
         self._what = what
 
     def wait(self, timeout: Optional[timedelta] = None) -> bool:
+        """Waits for the collective and raises what it raised. A timeout
+        (torch passes timedelta(0) for none) bounds the wait: past it the
+        call raises, naming the collective; the collective itself stays
+        queued, as with Gloo."""
+        secs = timeout.total_seconds() if isinstance(timeout, timedelta) else float(timeout or 0)
+        if secs > 0 and not self._fut.done():
+            done = threading.Event()
+            self._fut.add_done_callback(lambda _: done.set())
+            if not done.wait(secs):
+                raise WaitTimeout(f"react_torch: {self._what} did not complete within the {secs:g} s given to Work.wait")
         self._fut.wait()  # raises the collective's exception
         return True
 

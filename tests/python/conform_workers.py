@@ -128,5 +128,101 @@ def error_texts():
     os._exit(0)
 
 
+def wait_timeout():
+    """Work.wait(timeout) on a frozen peer raises after the timeout (the
+    group's is 60 s); the collective stays queued and completes when the
+    peer comes back."""
+    rank, n, gloo = init(timeout=60)
+    x = data(rank, 5000, torch.int64)
+    ref = x.clone()
+    dist.all_reduce(ref, group=gloo)
+    if rank == n - 1:
+        time.sleep(8)  # frozen
+    w = dist.all_reduce(x, async_op=True)
+    if rank != n - 1:
+        t0 = time.time()
+        try:
+            w.wait(timeout=timedelta(seconds=2))
+            raise AssertionError("wait(2 s) returned with a frozen peer")
+        except RuntimeError as e:
+            took = time.time() - t0
+            assert 1.9 < took < 2 + 2, f"wait(2 s) raised after {took:.1f} s"
+            assert "allreduce" in str(e) and "2 s" in str(e), str(e)
+    w.wait()
+    same(x, ref, "allreduce after the timed-out wait")
+    dist.destroy_process_group()
+    print("OK wait_timeout", flush=True)
+
+
+def fork_child():
+    """A forked child calling a collective of its parent's group gets the
+    fork error at once; the parent's group goes on."""
+    from react_torch import _lib
+
+    rank, n, gloo = init(timeout=30)
+    x = torch.ones(100)
+    dist.all_reduce(x)
+    if rank == 0:
+        pid = os.fork()
+        if pid == 0:
+            t0 = time.time()
+            try:
+                dist.all_reduce(torch.ones(100))
+                os._exit(10)
+            except _lib.ReactError as e:
+                ok = e.code == _lib.E_FORK and "fork" in str(e) and time.time() - t0 < 2
+                os._exit(0 if ok else 11)
+            except BaseException:
+                os._exit(12)
+        deadline = time.time() + 20
+        while time.time() < deadline:
+            done, st = os.waitpid(pid, os.WNOHANG)
+            if done:
+                break
+            time.sleep(0.05)
+        else:
+            os.kill(pid, 9)
+            raise AssertionError("the forked child hung in a collective")
+        assert os.waitstatus_to_exitcode(st) == 0, f"child exit {os.waitstatus_to_exitcode(st)}"
+    y = data(rank, 1000, torch.int64)
+    ref = y.clone()
+    dist.all_reduce(y)
+    dist.all_reduce(ref, group=gloo)
+    same(y, ref, "parent allreduce after the fork")
+    dist.destroy_process_group()
+    print("OK fork_child", flush=True)
+
+
+def bad_device():
+    """A tensor on a device the backend cannot run never reaches Gloo:
+    through torch's API a meta tensor is torch's own no-op (as with Gloo);
+    handed to the backend directly it is refused before anything is sent.
+    The peers are unharmed: the group goes on."""
+    rank, n, gloo = init(timeout=6)
+    be = react_torch.backend_of()
+    meta = torch.empty(1000, device="meta")
+    dist.all_reduce(meta)
+    dist.broadcast(meta, src=0)
+    dist.all_gather_into_tensor(torch.empty(1000 * n, device="meta"), meta)
+    for what, call in (("allreduce", lambda: be.allreduce([meta], dist.AllreduceOptions())),
+                       ("broadcast", lambda: be.broadcast([meta], dist.BroadcastOptions())),
+                       ("allgather", lambda: be._allgather_base(torch.empty(1000 * n, device="meta"), meta)),
+                       ("reduce_scatter", lambda: be._reduce_scatter_base(torch.empty(1000 // n, device="meta"), meta)),
+                       ("allreduce", lambda: be.allreduce([torch.ones(3), meta], dist.AllreduceOptions())),
+                       ("send", lambda: be.send([meta], (rank + 1) % n, 0))):
+        try:
+            call()
+            raise AssertionError(f"{what} of a meta tensor accepted")
+        except ValueError as e:
+            assert what in str(e) and "meta" in str(e) and "nothing was sent" in str(e), str(e)
+    x = data(rank, 1000, torch.float64)
+    ref = x.clone()
+    dist.all_reduce(x)
+    dist.all_reduce(ref, group=gloo)
+    same(x, ref, "allreduce after meta tensors")
+    dist.destroy_process_group()
+    print("OK bad_device", flush=True)
+
+
 if __name__ == "__main__":
     globals()[sys.argv[1]]()

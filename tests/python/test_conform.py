@@ -51,3 +51,22 @@ def test_error_texts_name_op_reduce_op_and_peer():
     for r in (0, 1):
         rc, out, err = res[r]
         assert rc == 0 and "OK error_texts" in out, (out, err[-3000:])
+
+
+def test_work_wait_honours_its_timeout():
+    """Before: a 2 s wait on a frozen peer blocked for the group timeout."""
+    for rc, out, err in launch(3, "wait_timeout", env={"REACT_TUNE": "0"}, script=CONFORM, timeout=120):
+        assert rc == 0 and "OK wait_timeout" in out, (out, err[-3000:])
+
+
+def test_forked_child_gets_fork_error_at_once():
+    """Before: the call was queued on a thread that does not exist in the
+    child, which hung past the group timeout."""
+    for rc, out, err in launch(2, "fork_child", env={"REACT_TUNE": "0"}, script=CONFORM, timeout=120):
+        assert rc == 0 and "OK fork_child" in out, (out, err[-3000:])
+
+
+def test_tensor_on_unsupported_device_refused_peers_unharmed():
+    """Before: a meta tensor reached Gloo and the peers died of SIGABRT."""
+    for rc, out, err in launch(3, "bad_device", env={"REACT_TUNE": "0"}, script=CONFORM, timeout=120):
+        assert rc == 0 and "OK bad_device" in out, (rc, out, err[-3000:])
