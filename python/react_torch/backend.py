@@ -12,9 +12,11 @@ logged once.
 
 from __future__ import annotations
 
+import atexit
 import logging
 import os
 import threading
+import weakref
 import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
@@ -64,6 +66,7 @@ class ReactBackend(_C10dBackend):
         self._pid = os.getpid()  # a forked child must not use the group
         self._agree()
         self._control = Control(self.cfg, self._ctrl_pg, rank, size, self._decode) if size > 1 and self.cfg.tune else None
+        _live.add(self)
 
     def _agree(self) -> None:
         """Checks the settings on every rank before the group is used: each
@@ -127,12 +130,19 @@ class ReactBackend(_C10dBackend):
         return _C10dBackend.Options("react", self._timeout)
 
     def shutdown(self) -> None:
+        """Runs what was called, then stops the control thread once it has
+        done its share of every epoch's exchange (each rank's thread takes
+        part in the same exchanges, so they finish together; a dead peer
+        ends them within the group timeout). torch calls it from
+        destroy_process_group, and _at_exit for a job that never did."""
+        if os.getpid() != self._pid:
+            return  # a forked child owns none of it
         with self._lock:
             w, self._worker = self._worker, None
         if w is not None:
             w.shutdown(wait=True)
         if self._control is not None:
-            self._control.close()
+            self._control.close(self._timeout.total_seconds() + 10)
             self._control = None
         for ex in self._executors.values():
             ex.close()
@@ -500,6 +510,26 @@ class ReactBackend(_C10dBackend):
     def scatter(self, outputs, inputs, opts=None):
         return self._delegated("scatter", lambda: self._inner(outputs[0]).scatter(outputs, inputs, opts or dist.ScatterOptions()), outputs, inputs)
 
+
+# Live backends, for _at_exit: a job may end without destroy_process_group.
+_live: "weakref.WeakSet[ReactBackend]" = weakref.WeakSet()
+
+
+def _at_exit() -> None:
+    """Shuts every live react backend down before the interpreter tears
+    down: a control thread still inside an exchange on the control group
+    when its Gloo group is destroyed makes C++ call std::terminate (SIGABRT,
+    "terminate called without an active exception"). atexit runs after
+    Python has joined its non-daemon threads (the collective threads: every
+    call has run) and before modules and torch's groups are torn down."""
+    for b in list(_live):
+        try:
+            b.shutdown()
+        except Exception as e:  # exiting anyway: say why, do not mask the exit status
+            log.warning("react_torch: shutting a react group down at exit: %s", e)
+
+
+atexit.register(_at_exit)
 
 _AGREE_BYTES = 8192  # each rank's settings report, JSON, fixed size for the gather
 

@@ -224,5 +224,17 @@ def bad_device():
     print("OK bad_device", flush=True)
 
 
+def no_destroy():
+    """A healthy job that ends without destroy_process_group (many do):
+    tuned calls on two groups, async work left to finish, then exit."""
+    rank, n, gloo = init(timeout=30)
+    other = dist.new_group(backend="react")
+    for it in range(40):
+        dist.all_reduce(data(rank, 4096, torch.float32, it))
+        dist.all_reduce(data(rank, 2048, torch.float32, it), group=other)
+    dist.all_reduce(data(rank, 4096, torch.float32), async_op=True)
+    print("OK no_destroy", flush=True)
+
+
 if __name__ == "__main__":
     globals()[sys.argv[1]]()

@@ -1,9 +1,13 @@
 """react behaves like a torch.distributed backend (issue 15): torch's own
 group machinery, faults and bad input, each on real multi-process groups."""
 
+import os
+import subprocess
+import sys
+
 import pytest
 
-from conftest import CONFORM, launch
+from conftest import CONFORM, ROOT, launch
 
 
 def test_group_machinery_goes_through_the_backend():
@@ -70,3 +74,17 @@ def test_tensor_on_unsupported_device_refused_peers_unharmed():
     """Before: a meta tensor reached Gloo and the peers died of SIGABRT."""
     for rc, out, err in launch(3, "bad_device", env={"REACT_TUNE": "0"}, script=CONFORM, timeout=120):
         assert rc == 0 and "OK bad_device" in out, (rc, out, err[-3000:])
+
+
+@pytest.mark.parametrize("run", [1, 2])
+def test_exit_without_destroy_is_clean_under_torchrun(run):
+    """Before: 5 of 5 runs died of SIGABRT ("terminate called without an
+    active exception", torchrun's ChildFailedError): the control thread was
+    still inside an exchange when the interpreter tore its group down."""
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"), OMP_NUM_THREADS="1",
+               REACT_LAG="2", REACT_TEST_SLOW_RANK="2")
+    r = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "3", CONFORM, "no_destroy"],
+                       env=env, capture_output=True, text=True, timeout=180)
+    assert r.returncode == 0, (r.returncode, r.stdout[-2000:], r.stderr[-3000:])
+    assert r.stdout.count("OK no_destroy") == 3, r.stdout[-2000:]
+    assert "terminate called" not in r.stderr, r.stderr[-3000:]
