@@ -215,7 +215,7 @@ class ReactBackend(_C10dBackend):
                 self._works = [x for x in old if not x.is_completed()] + recent
         return w
 
-    def _admit(self, what: str, *tensors) -> torch.device:
+    def _admit(self, what: str, *tensors, layouts: bool = False) -> torch.device:
         """Refuses, before anything is queued or sent, a call this process
         cannot run: one from a forked child (the group's threads and Go do
         not survive fork: the call would hang) and tensors on a device the
@@ -231,7 +231,7 @@ class ReactBackend(_C10dBackend):
             if t.device.type not in ("cpu", "cuda"):
                 raise ValueError(f"react_torch: {what}: a tensor on device {t.device} cannot run on the react backend "
                                  f"(cpu and cuda can); nothing was sent")
-            if t.layout != torch.strided:
+            if t.layout != torch.strided and not layouts:
                 raise ValueError(f"react_torch: {what}: a {t.layout} tensor cannot run on the react backend (strided ones can); nothing was sent")
             if dev is None:
                 dev = t.device
@@ -276,6 +276,12 @@ class ReactBackend(_C10dBackend):
 
     # ---- collectives
     def allreduce(self, tensors: List[torch.Tensor], opts=None):
+        if any(t.layout != torch.strided for t in tensors):
+            # Gloo reduces sparse COO tensors (sums of index sets); a pattern
+            # of dense chunks cannot carry them
+            o = dist.AllreduceOptions()
+            o.reduceOp = opts.reduceOp if opts is not None else dist.ReduceOp.SUM
+            return self._delegated("allreduce of sparse tensors", lambda: self._gloo.allreduce(tensors, o), tensors, layouts=True)
         dev = self._admit("allreduce", tensors)
         name = reduce_name(opts.reduceOp if opts is not None else dist.ReduceOp.SUM, "allreduce")
         for t in tensors:
@@ -368,6 +374,35 @@ class ReactBackend(_C10dBackend):
                     o.copy_(flat[r * inp.numel() : (r + 1) * inp.numel()].view_as(o))
 
         return self._submit(fn, output_tensors, dev, "allgather")
+
+    def allgather_coalesced(self, output_lists: List[List[torch.Tensor]], inputs: List[torch.Tensor], opts=None):
+        """dist.all_gather_coalesced: output_lists[r][i] gets rank r's
+        inputs[i]. The inputs travel as one buffer, one allgather."""
+        dev = self._admit("allgather_coalesced", output_lists, inputs)
+        if len(output_lists) != self._size:
+            raise ValueError(f"react_torch: allgather_coalesced needs {self._size} output lists (one per rank), got {len(output_lists)}")
+        for r, outs in enumerate(output_lists):
+            if len(outs) != len(inputs):
+                raise ValueError(f"react_torch: allgather_coalesced: output list {r} has {len(outs)} tensors, there are {len(inputs)} inputs")
+            for o, i in zip(outs, inputs):
+                if o.numel() != i.numel() or o.dtype != i.dtype:
+                    raise ValueError(f"react_torch: allgather_coalesced: output {tuple(o.shape)} {o.dtype} does not fit input {tuple(i.shape)} {i.dtype}")
+        if len({i.dtype for i in inputs}) > 1:
+            raise TypeError(f"react_torch: allgather_coalesced: inputs of several dtypes {sorted({str(i.dtype) for i in inputs})}")
+
+        def fn():
+            if not inputs:
+                return
+            m = sum(i.numel() for i in inputs)
+            flat = torch.empty(m * self._size, dtype=inputs[0].dtype, device=inputs[0].device)
+            self._allgather_flat(flat, torch.cat([i.reshape(-1) for i in inputs]))
+            for r, outs in enumerate(output_lists):
+                off = r * m
+                for o in outs:
+                    o.copy_(flat[off : off + o.numel()].view_as(o))
+                    off += o.numel()
+
+        return self._submit(fn, output_lists, dev, "allgather_coalesced")
 
     def allgather_into_tensor_coalesced(self, outputs: List[torch.Tensor], inputs: List[torch.Tensor], opts=None):
         dev = self._admit("allgather", outputs, inputs)
@@ -478,8 +513,8 @@ class ReactBackend(_C10dBackend):
         return self._submit(lambda: None, None, torch.device("cpu"), "coalesced batch")
 
     # ---- delegated, after the collectives called before them
-    def _delegated(self, name: str, call, *tensors):
-        self._admit(name, *tensors)
+    def _delegated(self, name: str, call, *tensors, layouts: bool = False):
+        self._admit(name, *tensors, layouts=layouts)
         if name not in self._delegated_logged:
             self._delegated_logged.add(name)
             log.info("react_torch: %s is delegated to the inner group", name)

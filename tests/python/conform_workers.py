@@ -224,6 +224,39 @@ def bad_device():
     print("OK bad_device", flush=True)
 
 
+def coalesced_and_sparse():
+    """all_gather_coalesced (the list-of-lists API) and sparse all_reduce,
+    against Gloo; the sparse one is delegated and says so once."""
+    import logging
+
+    logging.basicConfig(level=logging.INFO)
+    rank, n, gloo = init()
+    for dtype in (torch.float32, torch.int64):
+        ins = [data(rank, k, dtype, k) for k in (3, 1000, 7)] + [data(rank, 6, dtype, 9).view(2, 3)]
+        outs = [[torch.empty_like(i) for i in ins] for _ in range(n)]
+        refs = [[torch.empty_like(i) for i in ins] for _ in range(n)]
+        dist.all_gather_coalesced(outs, ins)
+        dist.all_gather_coalesced(refs, ins, group=gloo)
+        for r in range(n):
+            for o, ref in zip(outs[r], refs[r]):
+                same(o, ref, f"all_gather_coalesced {dtype} from rank {r}")
+    for it in range(3):
+        idx = torch.tensor([[rank, 5, 7 + it], [0, 1, 2]])
+        val = torch.tensor([1.0 + rank, 2.0, 3.0 * it])
+        a = torch.sparse_coo_tensor(idx, val, (10, 3))
+        b = torch.sparse_coo_tensor(idx, val, (10, 3))
+        dist.all_reduce(a)
+        dist.all_reduce(b, group=gloo)
+        same(a.to_dense(), b.to_dense(), "sparse all_reduce")
+    x = data(rank, 100, torch.float32)  # dense still runs as a pattern
+    ref = x.clone()
+    dist.all_reduce(x)
+    dist.all_reduce(ref, group=gloo)
+    same(x, ref, "dense after sparse")
+    dist.destroy_process_group()
+    print("OK coalesced_and_sparse", flush=True)
+
+
 def no_destroy():
     """A healthy job that ends without destroy_process_group (many do):
     tuned calls on two groups, async work left to finish, then exit."""

@@ -88,3 +88,11 @@ def test_exit_without_destroy_is_clean_under_torchrun(run):
     assert r.returncode == 0, (r.returncode, r.stdout[-2000:], r.stderr[-3000:])
     assert r.stdout.count("OK no_destroy") == 3, r.stdout[-2000:]
     assert "terminate called" not in r.stderr, r.stderr[-3000:]
+
+
+def test_all_gather_coalesced_and_sparse_all_reduce():
+    """Before: all_gather_coalesced was missing; sparse all_reduce failed at
+    wait() with "unsupported memory format option Contiguous"."""
+    for rc, out, err in launch(3, "coalesced_and_sparse", env={"REACT_TUNE": "0"}, script=CONFORM):
+        assert rc == 0 and "OK coalesced_and_sparse" in out, (out, err[-3000:])
+        assert err.count("allreduce of sparse tensors is delegated") == 1, err[-3000:]
