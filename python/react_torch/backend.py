@@ -25,7 +25,7 @@ from typing import Dict, List, Optional
 import torch
 import torch.distributed as dist
 
-from . import _lib
+from . import _lib, agree
 from .config import Config, from_env
 from .control import Control, KeyState
 from .executor import AVG, Executor, check_reduce, reduce_name
@@ -64,51 +64,10 @@ class ReactBackend(_C10dBackend):
         self._lock = threading.Lock()
         self._worker: Optional[ThreadPoolExecutor] = None  # runs the collectives in call order
         self._pid = os.getpid()  # a forked child must not use the group
-        self._agree()
+        agree.settings(self.cfg, size, self._ctrl_pg)
+        self._check = agree.CallCheck(self._gloo, rank, size) if size > 1 and self.cfg.check_calls else None
         self._control = Control(self.cfg, self._ctrl_pg, rank, size, self._decode) if size > 1 and self.cfg.tune else None
         _live.add(self)
-
-    def _agree(self) -> None:
-        """Checks the settings on every rank before the group is used: each
-        rank's problems (a bad REACT_LAG, a leader out of range, ...) and the
-        settings all ranks must share reach every rank over the control
-        group, so that every rank fails at creation with the same sentence,
-        instead of the leader failing at its first tuned call and the others
-        seeing "Connection closed"."""
-        import json
-
-        from . import config
-
-        mine = {"problems": config.validate(self.cfg, self._size), "shared": config.shared(self.cfg)}
-        if self._size == 1:
-            every = [mine]
-        else:
-            raw = json.dumps(mine).encode()[: _AGREE_BYTES - 4]
-            buf = torch.zeros(_AGREE_BYTES, dtype=torch.uint8)
-            buf[:4] = torch.tensor(list(len(raw).to_bytes(4, "little")), dtype=torch.uint8)
-            buf[4 : 4 + len(raw)] = torch.frombuffer(bytearray(raw), dtype=torch.uint8)
-            outs = [torch.empty_like(buf) for _ in range(self._size)]
-            self._ctrl_pg.allgather([outs], [buf]).wait()
-            every = []
-            for o in outs:
-                b = o.numpy().tobytes()
-                every.append(json.loads(b[4 : 4 + int.from_bytes(b[:4], "little")]))
-        why: Dict[str, List[int]] = {}
-        for r, e in enumerate(every):
-            for p in e["problems"]:
-                why.setdefault(p, []).append(r)
-        if why:
-            raise ValueError("react_torch: invalid settings for a react group of %d ranks: %s" % (
-                self._size, "; ".join(f"{_ranks(rs, self._size)}: {p}" for p, rs in why.items())))
-        differ = []
-        for k in config.AGREE:
-            vals: Dict[str, List[int]] = {}
-            for r, e in enumerate(every):
-                vals.setdefault(repr(e["shared"][k]), []).append(r)
-            if len(vals) > 1:
-                differ.append(f"{config._FIELDS[k][0]} is " + ", ".join(f"{v} on {_ranks(rs, self._size)}" for v, rs in vals.items()))
-        if differ:
-            raise ValueError("react_torch: the ranks of a react group must share these settings: " + "; ".join(differ))
 
     # ---- identity
     def getBackendName(self) -> str:
@@ -187,9 +146,20 @@ class ReactBackend(_C10dBackend):
         return key, st
 
     def _run(self, op: str, t: torch.Tensor, numel: int, work: torch.Tensor, reduce: str = "sum", root: int = -1) -> None:
+        """Runs one collective call's pattern on work. Every rank first
+        compares its call with the others' (agree.CallCheck), so a mismatch
+        fails on every rank before any data moves."""
+        dtype = str(t.dtype).replace("torch.", "")
+        redop = reduce if op in ("allreduce", "reduce", "reducescatter") else ""
+        if numel == 0:  # nothing to move, but a rank with data must not wait for this one
+            if self._check is not None:
+                self._check(op, dtype, 0, root, redop)
+            return
         key, st = self._state(op, t, numel, root)
         if self._control is not None:
             self._control.begin(key, st)
+        if self._check is not None:
+            self._check(op, dtype, numel, root, redop, st.epoch, st.version)
         pk = (id(st.pattern), self._rank, numel)
         pl = self._plans.get(pk)
         if pl is None:
@@ -204,6 +174,8 @@ class ReactBackend(_C10dBackend):
         elapsed = time.perf_counter() - t0
         if self._control is not None:
             self._control.end(key, st, fct, elapsed)
+        else:
+            st.epoch += 1
 
     def _keep(self, w):
         """Keeps a Work alive on the Python side until it has completed (and
@@ -289,7 +261,7 @@ class ReactBackend(_C10dBackend):
 
         def fn():
             for t in tensors:
-                if self._size > 1 and t.numel() > 0:
+                if self._size > 1:
                     flat = t.view(-1) if t.is_contiguous() else t.contiguous().view(-1)
                     self._run("allreduce", t, t.numel(), flat, name)
                     if name == AVG:
@@ -311,7 +283,7 @@ class ReactBackend(_C10dBackend):
 
         def fn():
             for t in tensors:
-                if self._size > 1 and t.numel() > 0:
+                if self._size > 1:
                     flat = t.view(-1) if t.is_contiguous() else t.contiguous().view(-1)
                     self._run("broadcast", t, t.numel(), flat, "sum", root)
                     if flat.data_ptr() != t.data_ptr():
@@ -328,7 +300,7 @@ class ReactBackend(_C10dBackend):
 
         def fn():
             for t in tensors:
-                if self._size > 1 and t.numel() > 0:
+                if self._size > 1:
                     flat = t.contiguous().view(-1).clone() if self._rank != root else (t.view(-1) if t.is_contiguous() else t.contiguous().view(-1))
                     self._run("reduce", t, t.numel(), flat, name, root)
                     if self._rank == root:
@@ -350,7 +322,7 @@ class ReactBackend(_C10dBackend):
         m = inp.numel()
         buf = out.view(-1) if out.is_contiguous() else torch.empty(out.numel(), dtype=out.dtype, device=out.device)
         buf[self._rank * m : (self._rank + 1) * m].copy_(inp.reshape(-1))
-        if self._size > 1 and m > 0:
+        if self._size > 1:
             self._run("allgather", inp, m * self._size, buf)
         if buf.data_ptr() != out.data_ptr():
             out.copy_(buf.view_as(out))
@@ -435,7 +407,7 @@ class ReactBackend(_C10dBackend):
     def _reduce_scatter_flat(self, out: torch.Tensor, inp: torch.Tensor, name: str) -> None:
         m = out.numel()
         work = inp.reshape(-1).clone()
-        if self._size > 1 and m > 0:
+        if self._size > 1:
             self._run("reducescatter", inp, m * self._size, work, name)
         res = work[self._rank * m : (self._rank + 1) * m]
         if name == AVG:
@@ -488,6 +460,8 @@ class ReactBackend(_C10dBackend):
 
         def fn():
             if self._size > 1:
+                if self._check is not None:
+                    self._check("barrier", "", 0)
                 self._gloo.allreduce([t]).wait()
 
         return self._submit(fn, [t], t.device, "barrier")
@@ -565,16 +539,6 @@ def _at_exit() -> None:
 
 
 atexit.register(_at_exit)
-
-_AGREE_BYTES = 8192  # each rank's settings report, JSON, fixed size for the gather
-
-
-def _ranks(rs: List[int], size: int) -> str:
-    """"every rank", "rank 2" or "ranks 0, 3"."""
-    if len(rs) == size and size > 1:
-        return "every rank"
-    return ("rank " if len(rs) == 1 else "ranks ") + ", ".join(map(str, rs))
-
 
 def _done():
     fut = torch.futures.Future()

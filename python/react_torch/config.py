@@ -29,6 +29,7 @@ _FIELDS = {
     "gomaxprocs": ("REACT_GOMAXPROCS", int, 1, "Go threads per rank (0 = Go's default, all CPUs)"),
     "segment_bytes": ("REACT_SEGMENT_BYTES", int, 0, "a message is sent in segments of about this size, so reducing one overlaps receiving the next (0: whole)"),
     "min_calls": ("REACT_MIN_CALLS", int, 3, "a key is tuned only from its this-many-th call on"),
+    "check_calls": ("REACT_CHECK_CALLS", bool, True, "compare every rank's call (op, dtype, count, epoch, version) before its data moves; a mismatch fails on every rank"),
     "test_slow_rank": ("REACT_TEST_SLOW_RANK", int, -1, "test hook: the leader multiplies the FCTs of flows into this rank by 4 before the tuner sees them"),
     "B": ("REACT_B", int, 6, "epochs per batch"),
     "Delta1": ("REACT_DELTA1", float, 0.2, "steady congestion threshold"),
@@ -62,6 +63,7 @@ class Config:
     gomaxprocs: int = 1
     segment_bytes: int = 0
     min_calls: int = 3
+    check_calls: bool = True
     test_slow_rank: int = -1
     B: int = 6
     Delta1: float = 0.2
@@ -182,7 +184,7 @@ def _why(e: Exception) -> str:
 # Settings every rank must share: each rank runs the same pattern, switch
 # epoch and segment tags only when they agree.
 AGREE = ("tune", "algo_allreduce", "algo_allgather", "algo_reducescatter", "algo_broadcast", "algo_reduce",
-         "leader", "segment_bytes", "min_calls", "Lag")
+         "leader", "segment_bytes", "min_calls", "Lag", "check_calls")
 
 
 def shared(cfg: Config) -> Dict[str, Any]:

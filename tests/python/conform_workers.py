@@ -123,7 +123,8 @@ def error_texts():
     except RuntimeError as e:
         took = time.time() - t0
         assert took < 8 + 5, f"error after {took:.1f}s"
-        assert "allreduce of 1000 float32" in str(e) and "rank" in str(e) and "step" in str(e), str(e)
+        # the executor's words (op, count, step, peer) or the call check's (op, count, peer)
+        assert "of 1000 float32" in str(e) and "allreduce" in str(e) and "rank " in str(e) and "failed: " in str(e), str(e)
         print(f"OK error_texts after {took:.1f}s: {e}", flush=True)
     os._exit(0)
 
@@ -255,6 +256,71 @@ def coalesced_and_sparse():
     same(x, ref, "dense after sparse")
     dist.destroy_process_group()
     print("OK coalesced_and_sparse", flush=True)
+
+
+def mismatch():
+    """Ranks that call different collectives fail on every rank, at once,
+    naming both calls and the ranks, with nothing combined (Gloo: silent
+    garbage, or an abort on a longer message). Each case on a fresh group:
+    a group is unusable after a mismatch, as after any collective error.
+    The digest path (more than agree.DIRECT_MAX ranks) too."""
+    from react_torch import agree
+    from react_torch.agree import MismatchError
+
+    rank, n, gloo = init(timeout=30)
+
+    def expect(g, call, tensor, words):
+        before = tensor.clone()
+        t0 = time.time()
+        try:
+            call(g)
+            raise AssertionError(f"rank {rank}: mismatch not detected ({words})")
+        except MismatchError as e:
+            assert time.time() - t0 < 5, f"error after {time.time() - t0:.1f} s"
+            for w in words:
+                assert w in str(e), (w, str(e))
+        assert torch.equal(tensor, before), f"rank {rank}: data combined despite the mismatch"
+        try:
+            dist.all_reduce(torch.ones(3), group=g)
+            raise AssertionError("a call on a group after its mismatch ran")
+        except MismatchError as e:
+            assert "unusable after an earlier mismatch" in str(e), str(e)
+
+    def fresh():
+        g = dist.new_group(backend="react")
+        for it in range(4):  # tuned keys too: epochs and versions in the signature
+            dist.all_reduce(data(rank, 1000, torch.float32, it), group=g)
+        return g
+
+    last = n - 1
+    for direct in (True, False):
+        agree.DIRECT_MAX = 32 if direct else 1
+        # float32 on two ranks, int32 on one
+        x = data(rank, 1000, torch.int32 if rank == last else torch.float32)
+        expect(fresh(), lambda g: dist.all_reduce(x, group=g), x,
+               ["ranks 0, 1: allreduce (sum) of 1000 float32", f"rank {last}: allreduce (sum) of 1000 int32", "none of this call's data"])
+    # one rank skips a call: it is a call ahead of the others
+    a, b = data(rank, 1000, torch.float32, 1), data(rank, 500, torch.float32, 2)
+    if rank == 0:
+        expect(fresh(), lambda g: dist.all_reduce(b, group=g), b, ["rank 0: allreduce (sum) of 500 float32", "allreduce (sum) of 1000 float32"])
+    else:
+        expect(fresh(), lambda g: dist.all_reduce(a, group=g), a, ["rank 0: allreduce (sum) of 500 float32", "ranks 1, 2: allreduce (sum) of 1000 float32, call"])
+    # another op, another count (async), another reduce op, a barrier
+    y = data(rank, 1000, torch.float32, 3)
+    expect(fresh(), lambda g: dist.broadcast(y, src=0, group=g) if rank == 1 else dist.all_reduce(y, group=g), y,
+           ["rank 1: broadcast of 1000 float32 from root 0", "ranks 0, 2: allreduce (sum) of 1000 float32"])
+    z = data(rank, 999 if rank == 2 else 1000, torch.float32, 4)
+    expect(fresh(), lambda g: dist.all_reduce(z, group=g, async_op=True).wait(), z, ["rank 2: allreduce (sum) of 999 float32"])
+    w = data(rank, 1000, torch.float32, 6)
+    expect(fresh(), lambda g: dist.all_reduce(w, group=g, op=dist.ReduceOp.MAX if rank == 0 else dist.ReduceOp.SUM), w,
+           ["rank 0: allreduce (max) of 1000 float32", "ranks 1, 2: allreduce (sum)"])
+    expect(fresh(), lambda g: dist.barrier(group=g) if rank == 0 else dist.all_reduce(w, group=g), w, ["rank 0: barrier", "ranks 1, 2: allreduce"])
+    ok = data(rank, 700, torch.int64, 5)  # the other groups go on
+    ref = ok.clone()
+    dist.all_reduce(ok)
+    dist.all_reduce(ref, group=gloo)
+    same(ok, ref, "allreduce on the default group")
+    print("OK mismatch", flush=True)
 
 
 def no_destroy():

@@ -96,3 +96,9 @@ def test_all_gather_coalesced_and_sparse_all_reduce():
     for rc, out, err in launch(3, "coalesced_and_sparse", env={"REACT_TUNE": "0"}, script=CONFORM):
         assert rc == 0 and "OK coalesced_and_sparse" in out, (out, err[-3000:])
         assert err.count("allreduce of sparse tensors is delegated") == 1, err[-3000:]
+
+
+def test_mismatched_calls_fail_on_every_rank_before_data_moves():
+    """Before: silent garbage (or Gloo's abort on a longer message)."""
+    for rc, out, err in launch(3, "mismatch", env={"REACT_LAG": "2"}, script=CONFORM, timeout=120):
+        assert rc == 0 and "OK mismatch" in out, (out, err[-3000:])
