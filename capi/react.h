@@ -62,6 +62,14 @@ extern "C" {
 #define REACT_E_CUDA (-10)       /* the CUDA runtime reported an error */
 #define REACT_E_FORK (-11)       /* called in a forked child: refused */
 #define REACT_E_PANIC (-12)      /* internal error, caught; please report the message */
+#define REACT_E_LIMIT (-13)      /* a pattern past a size limit: more than REACT_MAX_RANKS ranks or REACT_MAX_STEPS steps */
+
+/* Size limits of a pattern (Go's ten.MaxRanks and ten.MaxSteps), shared by
+ * the generator, the checker and the decoder: they bound what any input can
+ * make the library allocate (the checker keeps N x N bits). Chunk ids must
+ * also lie below the flow count. Past them: REACT_E_LIMIT. */
+#define REACT_MAX_RANKS 1024
+#define REACT_MAX_STEPS 4096
 
 /* Longest message react_last_error and react_tuner_error hold, with the
  * terminating NUL: a buffer this large never truncates. */
@@ -107,15 +115,17 @@ int react_last_error(char* buf, size_t cap);
 /* Generates a pattern.
  *  op    "allreduce" | "allgather" | "reducescatter" | "broadcast" | "reduce"
  *  algo  "tree" | "ring" | "halving_doubling" | "recursive_doubling" (what op allows)
- *  ranks number of ranks, >= 1
+ *  ranks number of ranks, 2 to REACT_MAX_RANKS
  *  root  root rank for broadcast and reduce, -1 otherwise
  * Output by the buffer protocol. REACT_E_ARG for an unknown op or algo or
- * ranks/root out of range. */
+ * ranks/root out of range, REACT_E_LIMIT for more than REACT_MAX_RANKS. */
 int react_pattern_generate(const char* op, const char* algo, int ranks, int root,
                            uint8_t* buf, size_t cap, size_t* len);
 
 /* Checks a pattern: REACT_OK when it is well formed and exactly-once
- * correct; REACT_E_INVALID when the bytes or the structure are malformed;
+ * correct; REACT_E_INVALID when the bytes or the structure are malformed
+ * (sizes that the bytes do not hold included: nothing is allocated from a
+ * claimed size); REACT_E_LIMIT past REACT_MAX_RANKS or REACT_MAX_STEPS;
  * REACT_E_SEMANTICS when some rank would miss or double-count a
  * contribution (react_last_error names op, chunk, rank and flow). */
 int react_pattern_check(const uint8_t* buf, size_t len);
@@ -126,7 +136,7 @@ int react_pattern_check(const uint8_t* buf, size_t len);
  * ascending); for reducescatter, owner[c] is the rank where chunk c
  * completes (-1 for other ops). An executor places data by these, never
  * by guessing from the algorithm. Output by the buffer protocol; the
- * pattern is checked first (REACT_E_INVALID, REACT_E_SEMANTICS). */
+ * pattern is checked first (REACT_E_INVALID, REACT_E_LIMIT, REACT_E_SEMANTICS). */
 int react_pattern_layout(const uint8_t* pattern, size_t plen,
                          uint8_t* buf, size_t cap, size_t* len);
 

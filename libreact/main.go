@@ -45,6 +45,12 @@ import (
 
 func main() {}
 
+// The header's size limits are Go's: a mismatch does not compile.
+const (
+	_ = uint(C.REACT_MAX_RANKS-ten.MaxRanks) + uint(ten.MaxRanks-C.REACT_MAX_RANKS)
+	_ = uint(C.REACT_MAX_STEPS-ten.MaxSteps) + uint(ten.MaxSteps-C.REACT_MAX_STEPS)
+)
+
 // The library's process-wide state: the logger tuners derive theirs from,
 // and the CUDA runtime, loaded on first use.
 var (
@@ -146,6 +152,9 @@ func react_go_pattern_generate(op, algo *C.char, ranks, root C.int, buf *C.uint8
 		return fail(C.REACT_E_ARG, "react_pattern_generate: %v", err)
 	}
 	p, err := pattern.Generate(o, C.GoString(algo), int(ranks), int(root))
+	if errors.Is(err, ten.ErrLimit) {
+		return fail(C.REACT_E_LIMIT, "react_pattern_generate: %v", err)
+	}
 	if err != nil {
 		return fail(C.REACT_E_ARG, "react_pattern_generate: %v", err)
 	}
@@ -162,6 +171,9 @@ func decodePattern(who string, buf *C.uint8_t, n C.size_t) (*ten.Pattern, C.int)
 		return nil, fail(C.REACT_E_ARG, "%s: pattern buffer is NULL", who)
 	}
 	p, err := wire.DecodeMsgpack(in(buf, n))
+	if errors.Is(err, ten.ErrLimit) {
+		return nil, fail(C.REACT_E_LIMIT, "%s: %v", who, err)
+	}
 	if err != nil {
 		return nil, fail(C.REACT_E_INVALID, "%s: %v", who, err)
 	}

@@ -1,6 +1,7 @@
 package pattern
 
 import (
+	"errors"
 	"fmt"
 	"math/bits"
 	"reflect"
@@ -309,12 +310,43 @@ func TestGenerate(t *testing.T) {
 		{ten.AllGather, "recursive_doubling", 8, 3, "has no root"},
 		{ten.Broadcast, "tree", 8, -1, "broadcast root -1 out of range [0, 8)"},
 		{ten.Reduce, "tree", 8, 8, "reduce root 8 out of range [0, 8)"},
-		{ten.AllReduce, "ring", 1 << 13, -1, "flows, more than"},
+		{ten.AllReduce, "tree", 1 << 20, -1, "at most 1024 ranks"},
+		{ten.AllGather, "ring", 1 << 13, -1, "at most 1024 ranks"},
 	}
 	for _, e := range errs {
 		p, err := Generate(e.op, e.algo, e.ranks, e.root)
 		if err == nil || !strings.Contains(err.Error(), e.wantSubstr) {
 			t.Errorf("Generate(%v, %q, %d, %d) = %v, %v; want error containing %q", e.op, e.algo, e.ranks, e.root, p, err, e.wantSubstr)
+		}
+		if limit := e.ranks > ten.MaxRanks; errors.Is(err, ten.ErrLimit) != limit {
+			t.Errorf("Generate(%v, %q, %d, %d) = %v: errors.Is(ErrLimit) = %v, want %v", e.op, e.algo, e.ranks, e.root, err, !limit, limit)
+		}
+	}
+}
+
+// TestMaxRanksShared: every generator works at ten.MaxRanks and its pattern
+// passes the checker; one rank more is refused by both with ten.ErrLimit.
+func TestMaxRanksShared(t *testing.T) {
+	for _, op := range []ten.Op{ten.AllReduce, ten.AllGather, ten.ReduceScatter, ten.Broadcast, ten.Reduce} {
+		root := -1
+		if op.Rooted() {
+			root = ten.MaxRanks - 1
+		}
+		for _, algo := range Algos(op) {
+			p, err := Generate(op, algo, ten.MaxRanks, root)
+			if err != nil {
+				t.Fatalf("Generate(%v, %s, MaxRanks): %v", op, algo, err)
+			}
+			if err := semantics.Check(p); err != nil {
+				t.Fatalf("%v %s at MaxRanks fails the checker: %v", op, algo, err)
+			}
+			if _, err := Generate(op, algo, ten.MaxRanks+1, root); !errors.Is(err, ten.ErrLimit) {
+				t.Errorf("Generate(%v, %s, MaxRanks+1) = %v, want ErrLimit", op, algo, err)
+			}
+			p.Ranks = ten.MaxRanks + 1
+			if err := semantics.Check(p); !errors.Is(err, ten.ErrLimit) {
+				t.Errorf("Check(%v %s with MaxRanks+1 ranks) = %v, want ErrLimit", op, algo, err)
+			}
 		}
 	}
 }

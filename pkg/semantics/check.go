@@ -116,7 +116,11 @@ func (v *Violation) Error() string {
 const shareTol = 1e-9
 
 // Check returns nil when p is exactly-once correct, a *ten.Error when it is
-// structurally malformed, and a *Violation naming the first defect otherwise.
+// structurally malformed or past the size limits the generators share
+// (ten.MaxRanks, ten.MaxSteps: errors.Is(err, ten.ErrLimit)), and a
+// *Violation naming the first defect otherwise. Its memory is bounded by
+// the limits and the flow count: N x N bits of state, one snapshot per
+// distinct source of a step, an index as long as the flows.
 func Check(p *ten.Pattern) error {
 	if err := p.Validate(); err != nil {
 		return err
@@ -130,7 +134,9 @@ type checker struct {
 	n, w   int // ranks, words per bit set
 	ix     *ten.ChunkIndex
 	state  []uint64 // per rank: ones[w], many[w]
-	tmp    []uint64 // per flow of a step: the source's state
+	tmp    []uint64 // per distinct source of a step: its state before the step
+	slot   []int32  // per rank: its slot in tmp during a step, -1 when none
+	fslot  []int32  // per flow of a step: its source's slot
 	all    []uint64 // the complete set for n contributors
 	total  []uint64 // allgather: per rank, ones and many summed over chunks
 	first  []int32  // allgather origins: first send and first receive step per rank
@@ -145,6 +151,10 @@ func newChecker(p *ten.Pattern) *checker {
 	w := (n + 63) / 64
 	c := &checker{p: p, n: n, w: w, ix: ten.NewChunkIndex(p)}
 	c.state = make([]uint64, n*2*w)
+	c.slot = make([]int32, n)
+	for r := range c.slot {
+		c.slot[r] = -1
+	}
 	c.all = make([]uint64, w)
 	for r := 0; r < n; r++ {
 		c.all[r/64] |= 1 << (r % 64)
@@ -283,14 +293,10 @@ func (c *checker) runChunk(ch int) error {
 			hi++
 		}
 		group := fl[lo:hi]
-		if need := len(group) * w2; cap(c.tmp) < need {
-			c.tmp = make([]uint64, need)
-		}
-		// Read every source before any destination changes.
+		c.snapshot(group)
 		for k, f := range group {
 			fw := &c.p.Flows[f]
-			copy(c.tmp[k*w2:(k+1)*w2], c.state[int(fw.Src)*w2:int(fw.Src+1)*w2])
-			held := popcount(c.tmp[k*w2 : k*w2+c.w])
+			held := popcount(c.source(k)[:c.w])
 			if held == 0 {
 				return c.violation(Empty, ch, int(fw.Src), -1, int(f), "its source holds nothing of the chunk yet")
 			}
@@ -308,7 +314,7 @@ func (c *checker) runChunk(ch int) error {
 				return c.violation(Conflict, ch, d, -1, int(f), fmt.Sprintf("flow %d writes the same rank at the same step and one of them is a replacing copy", c.wflow[d]))
 			}
 			c.writer[d], c.wflow[d], c.wcopy[d] = step, f, replace
-			src := c.tmp[k*w2 : (k+1)*w2]
+			src := c.source(k)
 			dst := c.state[d*w2 : (d+1)*w2]
 			if replace {
 				copy(dst, src)
@@ -319,6 +325,40 @@ func (c *checker) runChunk(ch int) error {
 		lo = hi
 	}
 	return c.finishChunk(ch)
+}
+
+// snapshot copies the state of every distinct source of a step's flows
+// into tmp before any destination changes (all flows of a step read the
+// state the previous step left): one copy per source, not per flow, so
+// that tmp is bounded by the state however many flows a step holds.
+func (c *checker) snapshot(group []int32) {
+	w2 := 2 * c.w
+	if cap(c.fslot) < len(group) {
+		c.fslot = make([]int32, len(group))
+	}
+	c.fslot = c.fslot[:len(group)]
+	used := 0
+	for k, f := range group {
+		src := int(c.p.Flows[f].Src)
+		if c.slot[src] < 0 {
+			if need := (used + 1) * w2; len(c.tmp) < need {
+				c.tmp = append(c.tmp, make([]uint64, need-len(c.tmp))...)
+			}
+			copy(c.tmp[used*w2:(used+1)*w2], c.state[src*w2:(src+1)*w2])
+			c.slot[src] = int32(used)
+			used++
+		}
+		c.fslot[k] = c.slot[src]
+	}
+	for _, f := range group {
+		c.slot[c.p.Flows[f].Src] = -1
+	}
+}
+
+// source is the state of the k-th flow's source before the step.
+func (c *checker) source(k int) []uint64 {
+	s := int(c.fslot[k])
+	return c.tmp[s*2*c.w : (s+1)*2*c.w]
 }
 
 // addCounts adds saturating counts (a, am) += (b, bm).

@@ -74,20 +74,17 @@ func (c *checker) replay(fl []int32, sent func(f int32, src []uint64)) {
 		for hi < len(fl) && c.p.Flows[fl[hi]].Step == step {
 			hi++
 		}
-		if need := (hi - lo) * w2; cap(c.tmp) < need {
-			c.tmp = make([]uint64, need)
-		}
-		for k, f := range fl[lo:hi] {
-			src := int(c.p.Flows[f].Src)
-			copy(c.tmp[k*w2:(k+1)*w2], c.state[src*w2:(src+1)*w2])
-			if sent != nil {
-				sent(f, c.tmp[k*w2:(k+1)*w2])
+		group := fl[lo:hi]
+		c.snapshot(group)
+		if sent != nil {
+			for k, f := range group {
+				sent(f, c.source(k))
 			}
 		}
-		for k, f := range fl[lo:hi] {
+		for k, f := range group {
 			fw := &c.p.Flows[f]
 			d := int(fw.Dst)
-			dst, src := c.state[d*w2:(d+1)*w2], c.tmp[k*w2:(k+1)*w2]
+			dst, src := c.state[d*w2:(d+1)*w2], c.source(k)
 			if fw.Kind == ten.KindCopy && !c.gainsCopy() {
 				copy(dst, src)
 			} else {

@@ -1,6 +1,7 @@
 package ten
 
 import (
+	"errors"
 	"strings"
 	"testing"
 )
@@ -32,6 +33,11 @@ func TestValidate(t *testing.T) {
 		{"bad kind", func(p *Pattern) { p.Flows[0].Kind = 7 }, "unknown kind"},
 		{"zero fraction", func(p *Pattern) { p.Flows[0].Fraction = 0 }, "fraction"},
 		{"fraction above one", func(p *Pattern) { p.Flows[0].Fraction = 1.5 }, "fraction"},
+		{"ranks past the limit", func(p *Pattern) { p.Ranks = MaxRanks + 1 }, "at most 1024 ranks"},
+		{"ranks at the limit", func(p *Pattern) { p.Ranks = MaxRanks }, ""},
+		{"step past the limit", func(p *Pattern) { p.Flows[1].Step = MaxSteps + 1 }, "at most 4096 steps"},
+		{"step at the limit", func(p *Pattern) { p.Flows[1].Step = MaxSteps }, ""},
+		{"chunk id at the flow count", func(p *Pattern) { p.Flows[1].Chunk = 2 }, "ids lie below the flow count"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -46,6 +52,9 @@ func TestValidate(t *testing.T) {
 			}
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("Validate() = %v, want error containing %q", err, tt.want)
+			}
+			if limit := strings.Contains(tt.name, "past the limit") || strings.Contains(tt.name, "flow count"); errors.Is(err, ErrLimit) != limit {
+				t.Fatalf("errors.Is(%v, ErrLimit) = %v, want %v", err, !limit, limit)
 			}
 		})
 	}

@@ -265,13 +265,17 @@ func decodeMsgpack(data []byte) (*ten.Pattern, error) {
 			return nil, fmt.Errorf("key %q missing", name)
 		}
 	}
-	p.Flows = make([]ten.Flow, nflows)
+	// Every column must hold nflows values before anything is sized by
+	// nflows: a header may claim 2^31-1 flows in a few bytes.
+	var colData [numColumns][]byte
 	for c, col := range columns() {
-		data, err := cols[c].check(col.dtype, col.itemsize, []int64{nflows}, "nflows")
-		if err != nil {
+		if colData[c], err = cols[c].check(col.dtype, col.itemsize, []int64{nflows}, "nflows"); err != nil {
 			return nil, fmt.Errorf("flows: column %q: %w", col.name, err)
 		}
-		readColumn(p.Flows, c, data)
+	}
+	p.Flows = make([]ten.Flow, nflows)
+	for c := range columns() {
+		readColumn(p.Flows, c, colData[c])
 	}
 	if err := p.Validate(); err != nil {
 		return nil, err
@@ -429,11 +433,11 @@ func (d *reader) str(what string) (string, error) {
 	if !msgpcode.IsString(c) {
 		return "", fmt.Errorf("%s: want a str, got %s", what, typeName(c))
 	}
-	s, err := d.d.DecodeString()
+	b, err := d.bin(what) // in place: a claimed length past the input fails first
 	if err != nil {
-		return "", wrap(what, err)
+		return "", err
 	}
-	return s, nil
+	return string(b), nil
 }
 
 func (d *reader) int(what string, lo, hi int64) (int64, error) {
@@ -486,7 +490,9 @@ func (d *reader) bin(what string) ([]byte, error) {
 	return d.data[pos : pos+n : pos+n], nil
 }
 
-// skip steps over a value of a key this version does not know.
+// skip steps over a value of a key this version does not know, allocating
+// nothing: str, bin and ext are stepped over in place once their claimed
+// length is known to lie within the input.
 func (d *reader) skip(what string, depth int) error {
 	if depth > maxDepth {
 		return fmt.Errorf("%s: nested deeper than %d", what, maxDepth)
@@ -506,6 +512,19 @@ func (d *reader) skip(what string, depth int) error {
 		if n, err = d.d.DecodeArrayLen(); err != nil {
 			return wrap(what, err)
 		}
+	case msgpcode.IsBin(c) || msgpcode.IsString(c):
+		_, err := d.bin(what)
+		return err
+	case msgpcode.IsExt(c):
+		// the library would allocate the claimed length to skip it
+		if _, n, err = d.d.DecodeExtHeader(); err != nil {
+			return wrap(what, err)
+		}
+		if n < 0 || n > d.r.Len() {
+			return fmt.Errorf("%s: truncated input (%d bytes announced, %d left)", what, n, d.r.Len())
+		}
+		_, err := d.r.Seek(int64(n), io.SeekCurrent)
+		return err
 	default:
 		if err := d.d.Skip(); err != nil {
 			return wrap(what, err)

@@ -48,8 +48,8 @@ func handBuilt() map[string]*ten.Pattern {
 			{Step: 2, Src: 2, Dst: 3, Kind: ten.KindCopy, Fraction: 1},
 		}},
 		"tiny fractions, big ids": {Op: ten.AllGather, Algo: "x", Ranks: ten.MaxRanks, Root: -1, Flows: []ten.Flow{
-			{Chunk: math.MaxInt32, Step: math.MaxInt32, Src: ten.MaxRanks - 1, Dst: 0, Kind: ten.KindCopy, Fraction: 1e-300},
-			{Chunk: 7, Step: 1, Src: 0, Dst: 5, Kind: ten.KindCopy, Fraction: math.Nextafter(1, 0)},
+			{Chunk: 2, Step: ten.MaxSteps, Src: ten.MaxRanks - 1, Dst: 0, Kind: ten.KindCopy, Fraction: 1e-300},
+			{Chunk: 1, Step: 1, Src: 0, Dst: 5, Kind: ten.KindCopy, Fraction: math.Nextafter(1, 0)},
 			{Chunk: 0, Step: 9, Src: 5, Dst: 3, Kind: ten.KindReduce, Fraction: 5e-324},
 		}},
 	}

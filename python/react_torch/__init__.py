@@ -4,13 +4,13 @@
 and cuda; pass backend="react" to init_process_group and start with torchrun.
 """
 
-import torch  # noqa: F401  (before the native library: signal handler order)
+import torch  # before the native library: signal handler order
 import torch.distributed as dist
 
 from .config import Config, from_env, replace, table  # noqa: F401
 from ._lib import ReactError  # noqa: F401
 
-__all__ = ["Config", "ReactError", "configure", "from_env", "stats"]
+__all__ = ["Config", "ReactError", "backend_of", "configure", "from_env", "stats"]
 
 _overrides = {}
 
@@ -22,21 +22,33 @@ def configure(**options):
     _overrides.update(options)
 
 
+def backend_of(group=None):
+    """The react backend of a group (default: the default group), or None
+    when the group runs another backend."""
+    from .backend import ReactBackend
+
+    pg = group if group is not None else dist.distributed_c10d._get_default_group()
+    try:
+        b = pg._get_backend(torch.device("cpu"))
+    except (RuntimeError, AttributeError):
+        return None
+    return b if isinstance(b, ReactBackend) else None
+
+
 def stats(group=None):
     """Per collective key of a react group (default: the default group): calls,
     pattern version in force, switches and refusals. [] for another backend."""
-    from .backend import ReactProcessGroup
-
-    pg = group if group is not None else dist.distributed_c10d._get_default_group()
-    return pg.stats() if isinstance(pg, ReactProcessGroup) else []
+    b = backend_of(group)
+    return b.stats() if b is not None else []
 
 
-def _create(store, rank, size, timeout):
-    from .backend import ReactProcessGroup
+def _create(opts, backend_options=None):
+    from .backend import create
 
-    cfg = replace(from_env(), **_overrides)
-    return ReactProcessGroup(store, rank, size, timeout, cfg)
+    return create(opts, backend_options, replace(from_env(), **_overrides))
 
 
 if "react" not in dist.Backend.backend_list:
-    dist.Backend.register_backend("react", _create, devices=["cpu", "cuda"])
+    # extended_api: torch hands the creator its options (group name, global
+    # ranks) and wraps the Backend it returns in its own ProcessGroup.
+    dist.Backend.register_backend("react", _create, extended_api=True, devices=["cpu", "cuda"])

@@ -15,7 +15,7 @@ from typing import Optional, Tuple
 # Status codes of capi/react.h; tests/python checks them against the header.
 OK, NONE = 0, 1
 E_ARG, E_INVALID, E_SHORT, E_SEMANTICS, E_HANDLE, E_STATE = -1, -2, -3, -4, -5, -6
-E_RING, E_FULL, E_UNAVAILABLE, E_CUDA, E_FORK, E_PANIC = -7, -8, -9, -10, -11, -12
+E_RING, E_FULL, E_UNAVAILABLE, E_CUDA, E_FORK, E_PANIC, E_LIMIT = -7, -8, -9, -10, -11, -12, -13
 ABI_VERSION = 1
 
 _lock = threading.Lock()

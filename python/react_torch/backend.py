@@ -1,5 +1,9 @@
-"""The `react` torch.distributed backend: a Python ProcessGroup over inner
-Gloo (cpu) and NCCL (cuda) groups built from the store it is handed.
+"""The `react` torch.distributed backend: a `dist.Backend` (c10d's Backend,
+subclassed in Python) over inner Gloo (cpu) and NCCL (cuda) groups built
+from the store it is handed. torch wraps it in its own ProcessGroup and
+registers it for cpu and cuda, so everything that goes through a group's
+backends (group names, destroying subgroups, batch_isend_irecv,
+monitored_barrier, TORCH_DISTRIBUTED_DEBUG's wrapper) works as with Gloo.
 
 AllReduce, AllGather, ReduceScatter, Broadcast, Reduce and Barrier run as
 patterns (executor.py); everything else is delegated to the inner group and
@@ -8,8 +12,11 @@ logged once.
 
 from __future__ import annotations
 
+import atexit
 import logging
+import os
 import threading
+import weakref
 import time
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
@@ -18,56 +25,30 @@ from typing import Dict, List, Optional
 import torch
 import torch.distributed as dist
 
-from . import _lib
+from . import _lib, agree
 from .config import Config, from_env
 from .control import Control, KeyState
 from .executor import AVG, Executor, check_reduce, reduce_name
 from .pattern import Pattern, plan
+from .work import Work
 
 log = logging.getLogger("react_torch")
 
 _OPS = ("allreduce", "allgather", "reducescatter", "broadcast", "reduce")
 
-
-class _Work(dist._Work):
-    """A collective queued on the group's thread. wait() raises what the
-    collective raised (a dead peer's timeout, say): a Work made by
-    _create_work_from_future would swallow it."""
-
-    def __init__(self, fut: torch.futures.Future):
-        super().__init__()
-        self._fut = fut
-
-    def wait(self, timeout=None) -> bool:
-        self._fut.wait()  # raises the collective's exception
-        return True
-
-    def is_completed(self) -> bool:
-        return self._fut.done()
-
-    def is_success(self) -> bool:
-        if not self._fut.done():
-            return False
-        try:
-            self._fut.value()
-        except Exception:
-            return False
-        return True
-
-    def get_future(self) -> torch.futures.Future:
-        return self._fut
-
-    def result(self):
-        return self._fut.value()
-
-    def synchronize(self) -> None:
-        self.wait()
+_C10dBackend = torch._C._distributed_c10d.Backend
 
 
-class ReactProcessGroup(dist.ProcessGroup):
-    def __init__(self, store, rank: int, size: int, timeout: timedelta, cfg: Optional[Config] = None):
+class ReactBackend(_C10dBackend):
+    """One react group's backend. torch calls its methods with c10d's
+    argument lists (and the old method names as well as the new)."""
+
+    def __init__(self, store, rank: int, size: int, timeout: timedelta, cfg: Optional[Config] = None,
+                 group_name: str = "", global_ranks: Optional[List[int]] = None):
         super().__init__(rank, size)
         self._rank, self._size = rank, size
+        self.group_name = group_name
+        self.global_ranks = list(global_ranks) if global_ranks else list(range(size))
         self.cfg = cfg or from_env()
         self._timeout = timeout
         self._store = store
@@ -82,31 +63,45 @@ class ReactProcessGroup(dist.ProcessGroup):
         self._works = []  # keep Works alive
         self._lock = threading.Lock()
         self._worker: Optional[ThreadPoolExecutor] = None  # runs the collectives in call order
+        self._pid = os.getpid()  # a forked child must not use the group
+        agree.settings(self.cfg, size, self._ctrl_pg)
+        self._check = agree.CallCheck(self._gloo, rank, size) if size > 1 and self.cfg.check_calls else None
         self._control = Control(self.cfg, self._ctrl_pg, rank, size, self._decode) if size > 1 and self.cfg.tune else None
+        _live.add(self)
 
     # ---- identity
     def getBackendName(self) -> str:
         return "react"
 
-    def size(self) -> int:  # noqa: D401
-        return self._size
+    # c10d's Python trampoline answers these C++ queries by looking up the
+    # Python attribute of the same name, which without an override is the
+    # binding itself: infinite recursion (batch_isend_irecv asks for
+    # supports_coalescing). react splits, shrinks and coalesces nothing.
+    supports_coalescing = property(lambda self: False)
+    supports_splitting = property(lambda self: False)
+    supports_shrinking = property(lambda self: False)
+    supports_reconfigure = property(lambda self: False)
+    supports_window = property(lambda self: False)
+    _supports_time_estimate = property(lambda self: False)
 
-    def rank(self) -> int:
-        return self._rank
-
-    def getSize(self) -> int:
-        return self._size
-
-    def getRank(self) -> int:
-        return self._rank
+    @property
+    def options(self):
+        return _C10dBackend.Options("react", self._timeout)
 
     def shutdown(self) -> None:
+        """Runs what was called, then stops the control thread once it has
+        done its share of every epoch's exchange (each rank's thread takes
+        part in the same exchanges, so they finish together; a dead peer
+        ends them within the group timeout). torch calls it from
+        destroy_process_group, and _at_exit for a job that never did."""
+        if os.getpid() != self._pid:
+            return  # a forked child owns none of it
         with self._lock:
             w, self._worker = self._worker, None
         if w is not None:
             w.shutdown(wait=True)
         if self._control is not None:
-            self._control.close()
+            self._control.close(self._timeout.total_seconds() + 10)
             self._control = None
         for ex in self._executors.values():
             ex.close()
@@ -151,9 +146,20 @@ class ReactProcessGroup(dist.ProcessGroup):
         return key, st
 
     def _run(self, op: str, t: torch.Tensor, numel: int, work: torch.Tensor, reduce: str = "sum", root: int = -1) -> None:
+        """Runs one collective call's pattern on work. Every rank first
+        compares its call with the others' (agree.CallCheck), so a mismatch
+        fails on every rank before any data moves."""
+        dtype = str(t.dtype).replace("torch.", "")
+        redop = reduce if op in ("allreduce", "reduce", "reducescatter") else ""
+        if numel == 0:  # nothing to move, but a rank with data must not wait for this one
+            if self._check is not None:
+                self._check(op, dtype, 0, root, redop)
+            return
         key, st = self._state(op, t, numel, root)
         if self._control is not None:
             self._control.begin(key, st)
+        if self._check is not None:
+            self._check(op, dtype, numel, root, redop, st.epoch, st.version)
         pk = (id(st.pattern), self._rank, numel)
         pl = self._plans.get(pk)
         if pl is None:
@@ -163,11 +169,13 @@ class ReactProcessGroup(dist.ProcessGroup):
         inner = self._inner(t)
         ex = self._executors.get(id(inner))
         if ex is None:
-            ex = self._executors[id(inner)] = Executor(inner, self._rank, self._size, self.cfg.segment_bytes)
+            ex = self._executors[id(inner)] = Executor(inner, self._rank, self._size, self.cfg.segment_bytes, self.global_ranks)
         fct = ex.run(st.pattern, pl, work, reduce)
         elapsed = time.perf_counter() - t0
         if self._control is not None:
             self._control.end(key, st, fct, elapsed)
+        else:
+            st.epoch += 1
 
     def _keep(self, w):
         """Keeps a Work alive on the Python side until it has completed (and
@@ -179,7 +187,31 @@ class ReactProcessGroup(dist.ProcessGroup):
                 self._works = [x for x in old if not x.is_completed()] + recent
         return w
 
-    def _submit(self, fn, result, device: torch.device):
+    def _admit(self, what: str, *tensors, layouts: bool = False) -> torch.device:
+        """Refuses, before anything is queued or sent, a call this process
+        cannot run: one from a forked child (the group's threads and Go do
+        not survive fork: the call would hang) and tensors on a device the
+        backend cannot run (meta, ...: Gloo would abort the PEERS) or of a
+        layout it does not move. Returns the device the call runs on."""
+        if os.getpid() != self._pid:
+            raise _lib.ReactError(_lib.E_FORK, f"react_torch: {what}: this process (pid {os.getpid()}) is a fork of the one that made "
+                                  f"the react group (pid {self._pid}); a forked child cannot call it (Go and the group's threads do not survive fork)")
+        flat = [t for ts in tensors for t in (ts if isinstance(ts, (list, tuple)) else [ts])]
+        flat = [t for t in flat for t in (t if isinstance(t, (list, tuple)) else [t])]
+        dev = None
+        for t in flat:
+            if t.device.type not in ("cpu", "cuda"):
+                raise ValueError(f"react_torch: {what}: a tensor on device {t.device} cannot run on the react backend "
+                                 f"(cpu and cuda can); nothing was sent")
+            if t.layout != torch.strided and not layouts:
+                raise ValueError(f"react_torch: {what}: a {t.layout} tensor cannot run on the react backend (strided ones can); nothing was sent")
+            if dev is None:
+                dev = t.device
+            elif t.device.type != dev.type:
+                raise ValueError(f"react_torch: {what}: tensors on {dev} and {t.device} in one call; nothing was sent")
+        return dev if dev is not None else torch.device("cpu")
+
+    def _submit(self, fn, result, device: torch.device, what: str = "collective"):
         """Runs fn on the group's collective thread, in call order, and returns
         a Work that completes (or fails) with it: the caller goes on at once
         (async_op=True overlaps, DDP's buckets overlap backward) and every
@@ -204,7 +236,7 @@ class ReactProcessGroup(dist.ProcessGroup):
             if self._worker is None:
                 self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="react-coll")
             self._worker.submit(job)
-        return self._keep(_Work(fut))
+        return self._keep(Work(fut, what))
 
     def _drain(self) -> None:
         """Waits until every collective called so far has run, so that a
@@ -216,13 +248,20 @@ class ReactProcessGroup(dist.ProcessGroup):
 
     # ---- collectives
     def allreduce(self, tensors: List[torch.Tensor], opts=None):
-        name = reduce_name(opts.reduceOp if opts is not None else dist.ReduceOp.SUM)
+        if any(t.layout != torch.strided for t in tensors):
+            # Gloo reduces sparse COO tensors (sums of index sets); a pattern
+            # of dense chunks cannot carry them
+            o = dist.AllreduceOptions()
+            o.reduceOp = opts.reduceOp if opts is not None else dist.ReduceOp.SUM
+            return self._delegated("allreduce of sparse tensors", lambda: self._gloo.allreduce(tensors, o), tensors, layouts=True)
+        dev = self._admit("allreduce", tensors)
+        name = reduce_name(opts.reduceOp if opts is not None else dist.ReduceOp.SUM, "allreduce")
         for t in tensors:
-            check_reduce(name, t.dtype)
+            check_reduce(name, t.dtype, "allreduce")
 
         def fn():
             for t in tensors:
-                if self._size > 1 and t.numel() > 0:
+                if self._size > 1:
                     flat = t.view(-1) if t.is_contiguous() else t.contiguous().view(-1)
                     self._run("allreduce", t, t.numel(), flat, name)
                     if name == AVG:
@@ -230,7 +269,7 @@ class ReactProcessGroup(dist.ProcessGroup):
                     if flat.data_ptr() != t.data_ptr():
                         t.copy_(flat.view_as(t))
 
-        return self._submit(fn, tensors, tensors[0].device)
+        return self._submit(fn, tensors, dev, "allreduce")
 
     def allreduce_coalesced(self, tensors: List[torch.Tensor], opts=None):
         o = dist.AllreduceOptions()
@@ -239,27 +278,29 @@ class ReactProcessGroup(dist.ProcessGroup):
         return self.allreduce(tensors, o)
 
     def broadcast(self, tensors: List[torch.Tensor], opts=None):
+        dev = self._admit("broadcast", tensors)
         root = opts.rootRank if opts is not None else 0
 
         def fn():
             for t in tensors:
-                if self._size > 1 and t.numel() > 0:
+                if self._size > 1:
                     flat = t.view(-1) if t.is_contiguous() else t.contiguous().view(-1)
                     self._run("broadcast", t, t.numel(), flat, "sum", root)
                     if flat.data_ptr() != t.data_ptr():
                         t.copy_(flat.view_as(t))
 
-        return self._submit(fn, tensors, tensors[0].device)
+        return self._submit(fn, tensors, dev, "broadcast")
 
     def reduce(self, tensors: List[torch.Tensor], opts=None):
+        dev = self._admit("reduce", tensors)
         root = opts.rootRank if opts is not None else 0
-        name = reduce_name(opts.reduceOp if opts is not None else dist.ReduceOp.SUM)
+        name = reduce_name(opts.reduceOp if opts is not None else dist.ReduceOp.SUM, "reduce")
         for t in tensors:
-            check_reduce(name, t.dtype)
+            check_reduce(name, t.dtype, "reduce")
 
         def fn():
             for t in tensors:
-                if self._size > 1 and t.numel() > 0:
+                if self._size > 1:
                     flat = t.contiguous().view(-1).clone() if self._rank != root else (t.view(-1) if t.is_contiguous() else t.contiguous().view(-1))
                     self._run("reduce", t, t.numel(), flat, name, root)
                     if self._rank == root:
@@ -268,7 +309,7 @@ class ReactProcessGroup(dist.ProcessGroup):
                         if flat.data_ptr() != t.data_ptr():
                             t.copy_(flat.view_as(t))
 
-        return self._submit(fn, tensors, tensors[0].device)
+        return self._submit(fn, tensors, dev, "reduce")
 
     def _check_allgather(self, out: torch.Tensor, inp: torch.Tensor) -> None:
         m = inp.numel()
@@ -281,12 +322,13 @@ class ReactProcessGroup(dist.ProcessGroup):
         m = inp.numel()
         buf = out.view(-1) if out.is_contiguous() else torch.empty(out.numel(), dtype=out.dtype, device=out.device)
         buf[self._rank * m : (self._rank + 1) * m].copy_(inp.reshape(-1))
-        if self._size > 1 and m > 0:
+        if self._size > 1:
             self._run("allgather", inp, m * self._size, buf)
         if buf.data_ptr() != out.data_ptr():
             out.copy_(buf.view_as(out))
 
     def allgather(self, output_tensors: List[List[torch.Tensor]], input_tensors: List[torch.Tensor], opts=None):
+        dev = self._admit("allgather", output_tensors, input_tensors)
         for outs, inp in zip(output_tensors, input_tensors):
             if len(outs) != self._size:
                 raise ValueError(f"react_torch: allgather needs {self._size} output tensors, got {len(outs)}")
@@ -303,9 +345,39 @@ class ReactProcessGroup(dist.ProcessGroup):
                 for r, o in enumerate(outs):
                     o.copy_(flat[r * inp.numel() : (r + 1) * inp.numel()].view_as(o))
 
-        return self._submit(fn, output_tensors, input_tensors[0].device)
+        return self._submit(fn, output_tensors, dev, "allgather")
+
+    def allgather_coalesced(self, output_lists: List[List[torch.Tensor]], inputs: List[torch.Tensor], opts=None):
+        """dist.all_gather_coalesced: output_lists[r][i] gets rank r's
+        inputs[i]. The inputs travel as one buffer, one allgather."""
+        dev = self._admit("allgather_coalesced", output_lists, inputs)
+        if len(output_lists) != self._size:
+            raise ValueError(f"react_torch: allgather_coalesced needs {self._size} output lists (one per rank), got {len(output_lists)}")
+        for r, outs in enumerate(output_lists):
+            if len(outs) != len(inputs):
+                raise ValueError(f"react_torch: allgather_coalesced: output list {r} has {len(outs)} tensors, there are {len(inputs)} inputs")
+            for o, i in zip(outs, inputs):
+                if o.numel() != i.numel() or o.dtype != i.dtype:
+                    raise ValueError(f"react_torch: allgather_coalesced: output {tuple(o.shape)} {o.dtype} does not fit input {tuple(i.shape)} {i.dtype}")
+        if len({i.dtype for i in inputs}) > 1:
+            raise TypeError(f"react_torch: allgather_coalesced: inputs of several dtypes {sorted({str(i.dtype) for i in inputs})}")
+
+        def fn():
+            if not inputs:
+                return
+            m = sum(i.numel() for i in inputs)
+            flat = torch.empty(m * self._size, dtype=inputs[0].dtype, device=inputs[0].device)
+            self._allgather_flat(flat, torch.cat([i.reshape(-1) for i in inputs]))
+            for r, outs in enumerate(output_lists):
+                off = r * m
+                for o in outs:
+                    o.copy_(flat[off : off + o.numel()].view_as(o))
+                    off += o.numel()
+
+        return self._submit(fn, output_lists, dev, "allgather_coalesced")
 
     def allgather_into_tensor_coalesced(self, outputs: List[torch.Tensor], inputs: List[torch.Tensor], opts=None):
+        dev = self._admit("allgather", outputs, inputs)
         for o, i in zip(outputs, inputs):
             self._check_allgather(o, i)
 
@@ -313,7 +385,10 @@ class ReactProcessGroup(dist.ProcessGroup):
             for o, i in zip(outputs, inputs):
                 self._allgather_flat(o, i)
 
-        return self._submit(fn, outputs, inputs[0].device)
+        return self._submit(fn, outputs, dev, "allgather")
+
+    def all_gather_single_coalesced(self, outputs: List[torch.Tensor], inputs: List[torch.Tensor], opts=None):
+        return self.allgather_into_tensor_coalesced(outputs, inputs, opts)
 
     def _allgather_base(self, output: torch.Tensor, input: torch.Tensor, opts=None):
         return self.allgather_into_tensor_coalesced([output], [input], opts)
@@ -327,12 +402,12 @@ class ReactProcessGroup(dist.ProcessGroup):
             raise ValueError(f"react_torch: reduce_scatter input has {inp.numel()} elements, want {self._size} x {m} = {m * self._size}")
         if out.dtype != inp.dtype:
             raise TypeError(f"react_torch: reduce_scatter output dtype {out.dtype} differs from input {inp.dtype}")
-        check_reduce(name, inp.dtype)
+        check_reduce(name, inp.dtype, "reduce_scatter")
 
     def _reduce_scatter_flat(self, out: torch.Tensor, inp: torch.Tensor, name: str) -> None:
         m = out.numel()
         work = inp.reshape(-1).clone()
-        if self._size > 1 and m > 0:
+        if self._size > 1:
             self._run("reducescatter", inp, m * self._size, work, name)
         res = work[self._rank * m : (self._rank + 1) * m]
         if name == AVG:
@@ -340,7 +415,8 @@ class ReactProcessGroup(dist.ProcessGroup):
         out.copy_(res.view_as(out))
 
     def reduce_scatter(self, output_tensors: List[torch.Tensor], input_tensors: List[List[torch.Tensor]], opts=None):
-        name = reduce_name(opts.reduceOp if opts is not None else dist.ReduceOp.SUM)
+        dev = self._admit("reduce_scatter", output_tensors, input_tensors)
+        name = reduce_name(opts.reduceOp if opts is not None else dist.ReduceOp.SUM, "reduce_scatter")
         for out, ins in zip(output_tensors, input_tensors):
             if len(ins) != self._size:
                 raise ValueError(f"react_torch: reduce_scatter needs {self._size} input tensors, got {len(ins)}")
@@ -349,16 +425,17 @@ class ReactProcessGroup(dist.ProcessGroup):
                     raise ValueError(f"react_torch: reduce_scatter input tensor has {i.numel()} elements, output has {out.numel()}")
                 if i.dtype != out.dtype:
                     raise TypeError(f"react_torch: reduce_scatter output dtype {out.dtype} differs from input {i.dtype}")
-            check_reduce(name, out.dtype)
+            check_reduce(name, out.dtype, "reduce_scatter")
 
         def fn():
             for out, ins in zip(output_tensors, input_tensors):
                 self._reduce_scatter_flat(out, torch.cat([i.reshape(-1) for i in ins]), name)
 
-        return self._submit(fn, output_tensors, output_tensors[0].device)
+        return self._submit(fn, output_tensors, dev, "reduce_scatter")
 
     def reduce_scatter_tensor_coalesced(self, outputs, inputs, opts=None):
-        name = reduce_name(opts.reduceOp if opts is not None else dist.ReduceOp.SUM)
+        dev = self._admit("reduce_scatter", outputs, inputs)
+        name = reduce_name(opts.reduceOp if opts is not None else dist.ReduceOp.SUM, "reduce_scatter")
         for o, i in zip(outputs, inputs):
             self._check_reduce_scatter(o, i, name)
 
@@ -366,7 +443,10 @@ class ReactProcessGroup(dist.ProcessGroup):
             for o, i in zip(outputs, inputs):
                 self._reduce_scatter_flat(o, i, name)
 
-        return self._submit(fn, outputs, outputs[0].device)
+        return self._submit(fn, outputs, dev, "reduce_scatter")
+
+    def reduce_scatter_single_coalesced(self, outputs, inputs, opts=None):
+        return self.reduce_scatter_tensor_coalesced(outputs, inputs, opts)
 
     def _reduce_scatter_base(self, output: torch.Tensor, input: torch.Tensor, opts=None):
         return self.reduce_scatter_tensor_coalesced([output], [input], opts)
@@ -375,16 +455,40 @@ class ReactProcessGroup(dist.ProcessGroup):
         return self.reduce_scatter_tensor_coalesced([output], [input], opts)
 
     def barrier(self, opts=None):
+        self._admit("barrier")
         t = torch.zeros(1)
 
         def fn():
             if self._size > 1:
+                if self._check is not None:
+                    self._check("barrier", "", 0)
                 self._gloo.allreduce([t]).wait()
 
-        return self._submit(fn, [t], t.device)
+        return self._submit(fn, [t], t.device, "barrier")
+
+    def monitored_barrier(self, opts=None, wait_all_ranks: bool = False):
+        """Gloo's monitored barrier on the inner group, once every collective
+        called before it has run: it names the ranks that did not arrive."""
+        self._admit("monitored_barrier")
+        self._drain()
+        timeout = opts.timeout if opts is not None and opts.timeout.total_seconds() > 0 else self._timeout
+        if self._size > 1:
+            self._gloo.monitored_barrier(timeout, wait_all_ranks)
+        return _done()
+
+    # torch's coalescing manager brackets a batch with these: the ops
+    # between them run in call order anyway, so the batch's Work is the
+    # completion of everything called up to its end.
+    def start_coalescing(self) -> None:
+        pass
+
+    def end_coalescing(self):
+        self._admit("coalesced batch")
+        return self._submit(lambda: None, None, torch.device("cpu"), "coalesced batch")
 
     # ---- delegated, after the collectives called before them
-    def _delegated(self, name: str, call):
+    def _delegated(self, name: str, call, *tensors, layouts: bool = False):
+        self._admit(name, *tensors, layouts=layouts)
         if name not in self._delegated_logged:
             self._delegated_logged.add(name)
             log.info("react_torch: %s is delegated to the inner group", name)
@@ -392,27 +496,58 @@ class ReactProcessGroup(dist.ProcessGroup):
         return call()
 
     def send(self, tensors, dst: int, tag: int = 0):
-        return self._delegated("send", lambda: self._inner(tensors[0]).send(tensors, dst, tag))
+        return self._delegated("send", lambda: self._inner(tensors[0]).send(tensors, dst, tag), tensors)
 
     def recv(self, tensors, src: int, tag: int = 0):
-        return self._delegated("recv", lambda: self._inner(tensors[0]).recv(tensors, src, tag))
+        return self._delegated("recv", lambda: self._inner(tensors[0]).recv(tensors, src, tag), tensors)
 
     def recv_anysource(self, tensors, tag: int = 0):
-        return self._delegated("recv_anysource", lambda: self._inner(tensors[0]).recv_anysource(tensors, tag))
+        return self._delegated("recv_anysource", lambda: self._inner(tensors[0]).recv_anysource(tensors, tag), tensors)
 
     def alltoall_base(self, output, input, output_split_sizes, input_split_sizes, opts=None):
-        return self._delegated("alltoall_base", lambda: self._inner(input).alltoall_base(output, input, output_split_sizes, input_split_sizes, opts or dist.AllToAllOptions()))
+        return self._delegated("alltoall_base", lambda: self._inner(input).alltoall_base(output, input, output_split_sizes, input_split_sizes, opts or dist.AllToAllOptions()), output, input)
+
+    def all_to_all_single(self, output, input, output_split_sizes, input_split_sizes, opts=None):
+        return self.alltoall_base(output, input, output_split_sizes, input_split_sizes, opts)
 
     def alltoall(self, outputs, inputs, opts=None):
-        return self._delegated("alltoall", lambda: self._inner(inputs[0]).alltoall(outputs, inputs, opts or dist.AllToAllOptions()))
+        return self._delegated("alltoall", lambda: self._inner(inputs[0]).alltoall(outputs, inputs, opts or dist.AllToAllOptions()), outputs, inputs)
 
     def gather(self, outputs, inputs, opts=None):
-        return self._delegated("gather", lambda: self._inner(inputs[0]).gather(outputs, inputs, opts or dist.GatherOptions()))
+        return self._delegated("gather", lambda: self._inner(inputs[0]).gather(outputs, inputs, opts or dist.GatherOptions()), outputs, inputs)
 
     def scatter(self, outputs, inputs, opts=None):
-        return self._delegated("scatter", lambda: self._inner(outputs[0]).scatter(outputs, inputs, opts or dist.ScatterOptions()))
+        return self._delegated("scatter", lambda: self._inner(outputs[0]).scatter(outputs, inputs, opts or dist.ScatterOptions()), outputs, inputs)
 
 
-def create(store, rank: int, size: int, timeout: timedelta):
-    """The backend creator torch calls for backend="react"."""
-    return ReactProcessGroup(store, rank, size, timeout)
+# Live backends, for _at_exit: a job may end without destroy_process_group.
+_live: "weakref.WeakSet[ReactBackend]" = weakref.WeakSet()
+
+
+def _at_exit() -> None:
+    """Shuts every live react backend down before the interpreter tears
+    down: a control thread still inside an exchange on the control group
+    when its Gloo group is destroyed makes C++ call std::terminate (SIGABRT,
+    "terminate called without an active exception"). atexit runs after
+    Python has joined its non-daemon threads (the collective threads: every
+    call has run) and before modules and torch's groups are torn down."""
+    for b in list(_live):
+        try:
+            b.shutdown()
+        except Exception as e:  # exiting anyway: say why, do not mask the exit status
+            log.warning("react_torch: shutting a react group down at exit: %s", e)
+
+
+atexit.register(_at_exit)
+
+def _done():
+    fut = torch.futures.Future()
+    fut.set_result(None)
+    return Work(fut)
+
+
+def create(opts, backend_options=None, cfg: Optional[Config] = None) -> ReactBackend:
+    """The backend creator torch calls for backend="react" (extended API:
+    c10d's _DistributedBackendOptions)."""
+    return ReactBackend(opts.store, opts.group_rank, opts.group_size, opts.timeout, cfg,
+                        group_name=str(opts.group_id), global_ranks=list(opts.global_ranks_in_group))

@@ -7,8 +7,12 @@ Config (pkg/tuner/config.go), which documents what each one means.
 from __future__ import annotations
 
 import dataclasses
+import logging
 import os
-from typing import Any, Dict, Optional
+import re
+from typing import Any, Dict, List, Optional
+
+log = logging.getLogger("react_torch")
 
 # name of the field -> (environment variable, type, default, help)
 _FIELDS = {
@@ -25,6 +29,7 @@ _FIELDS = {
     "gomaxprocs": ("REACT_GOMAXPROCS", int, 1, "Go threads per rank (0 = Go's default, all CPUs)"),
     "segment_bytes": ("REACT_SEGMENT_BYTES", int, 0, "a message is sent in segments of about this size, so reducing one overlaps receiving the next (0: whole)"),
     "min_calls": ("REACT_MIN_CALLS", int, 3, "a key is tuned only from its this-many-th call on"),
+    "check_calls": ("REACT_CHECK_CALLS", bool, True, "compare every rank's call (op, dtype, count, epoch, version) before its data moves; a mismatch fails on every rank"),
     "test_slow_rank": ("REACT_TEST_SLOW_RANK", int, -1, "test hook: the leader multiplies the FCTs of flows into this rank by 4 before the tuner sees them"),
     "Model": ("REACT_MODEL", str, "react", "the tuner's loop: react (a link model learned from the FCTs judges whole patterns) or paper (the paper's Algorithm 1)"),
     "MinGain": ("REACT_MIN_GAIN", float, 0.01, "react: minimum predicted speed-up of a change"),
@@ -61,6 +66,7 @@ class Config:
     gomaxprocs: int = 1
     segment_bytes: int = 0
     min_calls: int = 3
+    check_calls: bool = True
     test_slow_rank: int = -1
     Model: str = "react"
     MinGain: float = 0.01
@@ -101,13 +107,22 @@ def _parse(name: str, var: str, typ: type, raw: str) -> Any:
         raise ValueError(f"react_torch: {var}={raw!r} is not a valid {typ.__name__} for {name}") from None
 
 
+# Unknown REACT_* variables already warned about (once per process: other
+# software uses the prefix too, REACT_APP_* for web front ends).
+_warned: set = set()
+
+
 def from_env(env: Optional[Dict[str, str]] = None) -> Config:
-    """Builds a Config from REACT_* variables; an unknown REACT_ variable is an error."""
+    """Builds a Config from REACT_* variables. A REACT_ variable it does not
+    know is ignored with a warning (once per name): the prefix is not ours
+    alone, and a training job must not die of another program's setting.
+    A known variable with a value of the wrong type is an error."""
     env = os.environ if env is None else env
     known = {var for var, _, _, _ in _FIELDS.values()} | {"REACT_LIBRARY"}
-    unknown = sorted(k for k in env if k.startswith("REACT_") and k not in known)
+    unknown = sorted(k for k in env if k.startswith("REACT_") and k not in known and k not in _warned)
     if unknown:
-        raise ValueError(f"react_torch: unknown environment variable(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+        _warned.update(unknown)
+        log.warning("react_torch: ignoring unknown environment variable(s) %s (react_torch knows %s)", ", ".join(unknown), ", ".join(sorted(known)))
     cfg = Config()
     for name, (var, typ, _, _) in _FIELDS.items():
         if var in env:
@@ -121,6 +136,67 @@ def replace(cfg: Config, **kw: Any) -> Config:
     if bad:
         raise ValueError(f"react_torch: unknown option(s) {', '.join(bad)}; known: {', '.join(sorted(_FIELDS))}")
     return dataclasses.replace(cfg, **kw)
+
+
+def _show(name: str, cfg: Config) -> str:
+    """How a setting reads in an error: its variable and value."""
+    return f"{_FIELDS[name][0]}={getattr(cfg, name)!r}"
+
+
+def validate(cfg: Config, size: int) -> List[str]:
+    """What is wrong with cfg for a group of size ranks, one sentence per
+    problem naming the variable. The tuner's own rules (B, H, Lag, ...) are
+    Go's (tuner.Config.Validate), asked through libreact, not copied here;
+    libreact also refuses a rank count past its limit (REACT_MAX_RANKS)."""
+    from . import _lib
+
+    bad = []
+    if not 0 <= cfg.leader < size:
+        bad.append(f"{_show('leader', cfg)}: the leader must be a rank of the group, 0 to {size - 1}")
+    if cfg.segment_bytes < 0:
+        bad.append(f"{_show('segment_bytes', cfg)}: want >= 0 (0 sends whole messages)")
+    if cfg.min_calls < 1:
+        bad.append(f"{_show('min_calls', cfg)}: want >= 1")
+    if cfg.gomaxprocs < 0:
+        bad.append(f"{_show('gomaxprocs', cfg)}: want >= 0 (0 leaves Go's default)")
+    if not -1 <= cfg.test_slow_rank < size:
+        bad.append(f"{_show('test_slow_rank', cfg)}: want -1 (off) or a rank, 0 to {size - 1}")
+    # algorithm names and the rank count, by generating the patterns' smallest form
+    for op in ("allreduce", "allgather", "reducescatter", "broadcast", "reduce"):
+        try:
+            _lib.generate_pattern(op, cfg.algo(op), 2, 0 if op in ("broadcast", "reduce") else -1)
+        except _lib.ReactError as e:
+            bad.append(f"{_show('algo_' + op, cfg)}: {_why(e)}")
+    if size > 1:
+        try:
+            _lib.generate_pattern("broadcast", "tree", size, 0)
+        except _lib.ReactError as e:
+            bad.append(f"a group of {size} ranks: {_why(e)}")
+    if cfg.tune and size > 1:
+        import json
+
+        try:
+            _lib.Tuner(_lib.generate_pattern("allreduce", "ring", 2, -1), 1.0, json.dumps(cfg.tuner_json())).close()
+        except _lib.ReactError as e:
+            m = re.search(r"tuner config: (\w+) =", str(e))
+            what = _show(m.group(1), cfg) if m and m.group(1) in _FIELDS else "tuner settings"
+            bad.append(f"{what}: {_why(e)}")
+    return bad
+
+
+def _why(e: Exception) -> str:
+    """libreact's sentence without the calls' prefixes."""
+    return re.sub(r"^(react_torch: [^:]*: )?(react_\w+: )?", "", str(e))
+
+
+# Settings every rank must share: each rank runs the same pattern, switch
+# epoch and segment tags only when they agree.
+AGREE = ("tune", "algo_allreduce", "algo_allgather", "algo_reducescatter", "algo_broadcast", "algo_reduce",
+         "leader", "segment_bytes", "min_calls", "Lag", "check_calls")
+
+
+def shared(cfg: Config) -> Dict[str, Any]:
+    return {k: getattr(cfg, k) for k in AGREE}
 
 
 def table() -> str:

@@ -93,9 +93,15 @@ class Control:
         st.epoch += 1
         self.q.put((key, e, st.version, st.pattern, fct, elapsed))
 
-    def close(self) -> None:
+    def close(self, timeout: float = 60.0) -> None:
+        """Lets the control thread finish the exchanges already queued (the
+        other ranks' threads expect them), then stops it. Tuners and logs
+        are closed only once it has stopped: it may still use them."""
         self.q.put(None)
-        self.thread.join(timeout=5)
+        self.thread.join(timeout=timeout)
+        if self.thread.is_alive():
+            log.warning("react_torch: rank %d: the control thread did not stop within %.0f s", self.rank, timeout)
+            return
         for t in self.tuners.values():
             t.close()
         for f in self.logs.values():

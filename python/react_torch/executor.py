@@ -35,6 +35,7 @@ import torch.distributed as dist
 from .pattern import COPY, REDUCE, Message, Pattern, Plan
 
 SUM, AVG, PRODUCT, MIN, MAX = "sum", "avg", "product", "min", "max"
+BAND, BOR, BXOR = "band", "bor", "bxor"
 
 SEGMENT_BYTES = 1 << 20  # a message is cut into segments of about this size
 MAX_SEGMENTS = 64  # and at most this many (tags: flow * MAX_SEGMENTS + segment)
@@ -44,27 +45,54 @@ MAX_SEGMENTS = 64  # and at most this many (tags: flow * MAX_SEGMENTS + segment)
 FCT = Union[Dict[int, float], Callable[[], Tuple[Dict[int, float], float]]]
 
 
-def reduce_name(op) -> str:
-    """Maps a torch ReduceOp to the executor's name; unsupported ops raise."""
+def op_name(op) -> str:
+    """A torch ReduceOp by name (SUM, BAND, PREMUL_SUM, ...), not
+    <ReduceOp object at 0x...>."""
+    for k, v in dist.ReduceOp.RedOpType.__members__.items():
+        if op == v:
+            return k
+    return str(op)
+
+
+def reduce_name(op, what: str = "collective") -> str:
+    """Maps a torch ReduceOp to the executor's name; an unsupported op
+    raises, naming the collective and the op."""
     r = dist.ReduceOp
-    table = {r.SUM: SUM, r.PRODUCT: PRODUCT, r.MIN: MIN, r.MAX: MAX}
+    table = {r.SUM: SUM, r.PRODUCT: PRODUCT, r.MIN: MIN, r.MAX: MAX, r.BAND: BAND, r.BOR: BOR, r.BXOR: BXOR}
     if hasattr(r, "AVG"):
         table[r.AVG] = AVG
     for k, v in table.items():
         if op == k:
             return v
-    raise ValueError(f"react_torch: reduce op {op} is not supported (sum, avg, product, min, max are)")
+    raise ValueError(f"react_torch: {what}: reduce op {op_name(op)} is not supported (SUM, AVG, PRODUCT, MIN, MAX, BAND, BOR, BXOR are)")
 
 
-def check_reduce(name: str, dtype: torch.dtype) -> None:
+def check_reduce(name: str, dtype: torch.dtype, what: str = "collective") -> None:
     if name == AVG and not (dtype.is_floating_point or dtype.is_complex):
-        raise TypeError(f"react_torch: avg needs a floating point tensor, got {dtype}")
+        raise TypeError(f"react_torch: {what}: reduce op AVG needs a floating point tensor, got {dtype}")
     if name in (MIN, MAX) and dtype.is_complex:
-        raise TypeError(f"react_torch: {name} is not defined for {dtype}")
+        raise TypeError(f"react_torch: {what}: reduce op {name.upper()} is not defined for {dtype}")
+    if name in (BAND, BOR, BXOR) and (dtype.is_floating_point or dtype.is_complex):
+        raise TypeError(f"react_torch: {what}: reduce op {name.upper()} needs an integer or bool tensor, got {dtype}")
+
+
+class PeerError(RuntimeError):
+    """A point-to-point transfer of a pattern failed: names the react op,
+    the step, the peer and what the inner backend said."""
+
+    def __init__(self, what: str, step: int, direction: str, peer: str, cause: BaseException):
+        super().__init__(f"react_torch: {what}, step {step}: {direction} rank {peer} failed: {cause}")
+        self.peer = peer
 
 
 def _combine(acc: torch.Tensor, x: torch.Tensor, name: str) -> None:
-    if acc.dtype == torch.bool:
+    if name == BAND:
+        acc.bitwise_and_(x)
+    elif name == BOR:
+        acc.bitwise_or_(x)
+    elif name == BXOR:
+        acc.bitwise_xor_(x)
+    elif acc.dtype == torch.bool:
         if name in (SUM, MAX):
             acc.logical_or_(x)
         else:
@@ -108,17 +136,25 @@ class _Recv:
     """One message being received: its buffer, its segments' works, and
     where each segment's elements go."""
 
-    __slots__ = ("msg", "buf", "parts", "kinds", "segs", "works", "done", "stamp")
+    __slots__ = ("msg", "buf", "parts", "kinds", "segs", "works", "done", "stamp", "what", "peer")
 
-    def __init__(self, msg: Message, buf: torch.Tensor, parts: List[torch.Tensor], kinds: List[int], segs: List[Tuple[int, int]]):
+    def __init__(self, msg: Message, buf: torch.Tensor, parts: List[torch.Tensor], kinds: List[int], segs: List[Tuple[int, int]],
+                 what: str = "collective", peer: str = ""):
         self.msg, self.buf, self.parts, self.kinds, self.segs = msg, buf, parts, kinds, segs
         self.works: list = []
         self.done = [threading.Event() for _ in segs]
         self.stamp = 0.0
+        self.what, self.peer = what, peer or str(msg.src)
+
+    def _wait(self, w) -> None:
+        try:
+            w.wait()
+        except Exception as e:
+            raise PeerError(self.what, self.msg.step, "receiving from", self.peer, e) from e
 
     def wait_all(self) -> None:
         for w, ev in zip(self.works, self.done):
-            w.wait()
+            self._wait(w)
             ev.set()
         self.stamp = time.perf_counter()
 
@@ -126,7 +162,7 @@ class _Recv:
         """wait_all on the calling thread, applying each segment as it
         arrives when reduce is given."""
         for i, w in enumerate(self.works):
-            w.wait()
+            self._wait(w)
             if reduce is not None:
                 self.apply(i, reduce)
         self.stamp = time.perf_counter()
@@ -154,9 +190,11 @@ class _Recv:
 class Executor:
     """Runs plans on one inner group. Not safe for concurrent calls."""
 
-    def __init__(self, pg: dist.ProcessGroup, rank: int, size: int, segment_bytes: int = SEGMENT_BYTES):
+    def __init__(self, pg: dist.ProcessGroup, rank: int, size: int, segment_bytes: int = SEGMENT_BYTES,
+                 global_ranks: Optional[List[int]] = None):
         self.pg, self.rank, self.size = pg, rank, size
         self.segment_bytes = segment_bytes
+        self.global_ranks = global_ranks
         self._threads: Optional[ThreadPoolExecutor] = None
         self._arena: Dict[Tuple[torch.dtype, torch.device], torch.Tensor] = {}
 
@@ -191,6 +229,12 @@ class Executor:
             return out
         return [work[int(pl.chunk_lo[p.chunk[f]]) : int(pl.chunk_hi[p.chunk[f]])] for f in flows]
 
+    def peer(self, r: int) -> str:
+        """A peer as errors name it: its group rank, and its global rank
+        when that differs."""
+        g = self.global_ranks[r] if self.global_ranks and r < len(self.global_ranks) else r
+        return str(r) if g == r else f"{r} (global rank {g})"
+
     def _kinds(self, p: Pattern, m: Message, nparts: int) -> List[int]:
         if p.op == "allgather":
             return [COPY] * nparts
@@ -210,6 +254,7 @@ class Executor:
 
     def _step(self, p: Pattern, pl: Plan, work: torch.Tensor, reduce: str, sends: List[Message], recvs: List[Message], fct: Dict[int, float]) -> None:
         item = work.element_size()
+        what = f"{p.op} of {work.numel()} {str(work.dtype).replace('torch.', '')} ({p.algo} pattern)"
         t0 = time.perf_counter()
         out = [self._parts(p, pl, m.flows, work) for m in sends]
         into = [self._parts(p, pl, m.flows, work) for m in recvs]
@@ -223,7 +268,7 @@ class Executor:
                 continue
             buf = parts[0] if len(parts) == 1 else torch.cat(parts)
             for i, (a, b) in enumerate(_segments(n, item, self.segment_bytes)):
-                send_works.append(self.pg.send([buf[a:b]], m.dst, m.tag * MAX_SEGMENTS + i))
+                send_works.append((m, self.pg.send([buf[a:b]], m.dst, m.tag * MAX_SEGMENTS + i)))
         specs = []
         need = 0
         for m, parts in zip(recvs, into):
@@ -240,7 +285,7 @@ class Executor:
                     fct[f] = 1e-9
                 continue
             buf = parts[0] if direct else scratch[off : off + n]
-            r = _Recv(m, None if direct else buf, parts, kinds, _segments(n, item, self.segment_bytes))
+            r = _Recv(m, None if direct else buf, parts, kinds, _segments(n, item, self.segment_bytes), what, self.peer(m.src))
             for i, (a, b) in enumerate(r.segs):
                 r.works.append(self.pg.recv([buf[a:b]], m.src, m.tag * MAX_SEGMENTS + i))
             inbox.append(r)
@@ -255,8 +300,11 @@ class Executor:
                             fut.result()  # a failed wait (dead peer) raises here
                     r.apply(i, reduce)
             fut.result()
-        for w in send_works:
-            w.wait()
+        for m, w in send_works:
+            try:
+                w.wait()
+            except Exception as e:
+                raise PeerError(what, m.step, "sending to", self.peer(m.dst), e) from e
         for r in inbox:
             if not early:
                 for i in range(len(r.segs)):

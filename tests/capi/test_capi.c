@@ -577,11 +577,100 @@ static void test_log(const char* logfile) {
     CHECK(created >= 2 && decision >= 2, "log: %d creations, %d decisions", created, decision);
 }
 
+/* ---- input that lies about its size ------------------------------------ */
+
+/* A 2-rank allreduce (flow 0 reduces 0 -> 1 at step 1, flow 1 copies back
+ * at step 2) whose header and column shapes claim nflows_claim flows and
+ * ranks ranks; step1 replaces flow 1's step. */
+static void lying_pattern(mp_buf* m, uint32_t nflows_claim, uint32_t ranks, int32_t step1) {
+    int32_t chunk[2] = {0, 0}, step[2] = {1, step1}, src[2] = {0, 1}, dst[2] = {1, 0};
+    uint8_t kind[2] = {1, 2};
+    double frac[2] = {1.0, 1.0};
+    struct { const char* name; const char* dtype; const void* data; uint32_t bytes; } cols[6] = {
+        {"chunk", "<i4", chunk, 8}, {"step", "<i4", step, 8}, {"src", "<i4", src, 8},
+        {"dst", "<i4", dst, 8},     {"kind", "|u1", kind, 2}, {"fraction", "<f8", frac, 16},
+    };
+    m->n = 0;
+    mp_map(m, 7);
+    mp_str(m, "format"); mp_str(m, "react.pattern/v1");
+    mp_str(m, "op"); mp_str(m, "allreduce");
+    mp_str(m, "algo"); mp_str(m, "tree");
+    mp_str(m, "ranks"); mp_uint(m, ranks);
+    mp_str(m, "root"); mp_byte(m, 0xff); /* -1 */
+    mp_str(m, "nflows"); mp_byte(m, 0xce); mp_be(m, nflows_claim, 4);
+    mp_str(m, "flows");
+    mp_map(m, 6);
+    for (int c = 0; c < 6; c++) {
+        mp_str(m, cols[c].name);
+        mp_map(m, 3);
+        mp_str(m, "dtype"); mp_str(m, cols[c].dtype);
+        mp_str(m, "shape"); mp_array(m, 1); mp_byte(m, 0xce); mp_be(m, nflows_claim, 4);
+        mp_str(m, "data"); mp_bin(m, cols[c].data, cols[c].bytes);
+    }
+}
+
+/* No input aborts the process: a pattern of 362 bytes claiming 2^31-1 flows
+ * (issue 15's was 337 bytes; it made the decoder allocate 64 GiB) is malformed; 2^20 ranks, a step past REACT_MAX_STEPS and
+ * generating past REACT_MAX_RANKS are REACT_E_LIMIT; the library goes on. */
+static void test_limits(void) {
+    mp_buf m = {0};
+    size_t len = 0;
+    uint64_t h = 0;
+
+    lying_pattern(&m, 2, 2, 2);
+    EXPECT(react_pattern_check(m.b, m.n), REACT_OK, "");
+
+    lying_pattern(&m, 0x7fffffff, 2, 2);
+    CHECK(m.n < 400, "the lying pattern is %zu bytes", m.n); /* a few hundred bytes claiming 64 GiB */
+    EXPECT(react_pattern_check(m.b, m.n), REACT_E_INVALID, "data has 8 bytes, want 8589934588");
+    EXPECT(react_pattern_layout(m.b, m.n, NULL, 0, &len), REACT_E_INVALID, "data has");
+    EXPECT(react_tuner_create(m.b, m.n, MSG, NULL, &h), REACT_E_INVALID, "data has");
+
+    lying_pattern(&m, 2, 1u << 20, 2);
+    EXPECT(react_pattern_check(m.b, m.n), REACT_E_LIMIT, "at most 1024 ranks");
+    EXPECT(react_tuner_create(m.b, m.n, MSG, NULL, &h), REACT_E_LIMIT, "at most 1024 ranks");
+    lying_pattern(&m, 2, REACT_MAX_RANKS + 1, 2);
+    EXPECT(react_pattern_check(m.b, m.n), REACT_E_LIMIT, "ranks");
+    lying_pattern(&m, 2, 2, REACT_MAX_STEPS + 1);
+    EXPECT(react_pattern_check(m.b, m.n), REACT_E_LIMIT, "at most 4096 steps");
+
+    EXPECT(react_pattern_generate("allreduce", "tree", 1 << 20, -1, NULL, 0, &len), REACT_E_LIMIT, "at most 1024 ranks");
+    EXPECT(react_pattern_generate("allgather", "ring", REACT_MAX_RANKS + 1, -1, NULL, 0, &len), REACT_E_LIMIT, "ranks");
+    size_t n = 0;
+    uint8_t* big = generate("allreduce", "tree", REACT_MAX_RANKS, -1, &n);
+    CHECK(big != NULL, "tree at REACT_MAX_RANKS: %s", last_error());
+    if (big) EXPECT(react_pattern_check(big, n), REACT_OK, "");
+    free(big);
+
+    /* an FCT batch claiming 2^31-1 epochs of 2^31-1 flows */
+    uint8_t* p = generate("allreduce", "ring", 4, -1, &n);
+    EXPECT(react_tuner_create(p, n, MSG, NULL, &h), REACT_OK, "");
+    double one = 1e-3;
+    m.n = 0;
+    mp_map(&m, 7);
+    mp_str(&m, "format"); mp_str(&m, "react.fcts/v1");
+    mp_str(&m, "epoch0"); mp_uint(&m, 0);
+    mp_str(&m, "version"); mp_uint(&m, 0);
+    mp_str(&m, "epochs"); mp_uint(&m, 0x7fffffff);
+    mp_str(&m, "nflows"); mp_uint(&m, 0x7fffffff);
+    mp_str(&m, "fct"); mp_map(&m, 3); mp_str(&m, "dtype"); mp_str(&m, "<f8");
+    mp_str(&m, "shape"); mp_array(&m, 2); mp_uint(&m, 0x7fffffff); mp_uint(&m, 0x7fffffff);
+    mp_str(&m, "data"); mp_bin(&m, &one, 8);
+    mp_str(&m, "elapsed"); mp_map(&m, 3); mp_str(&m, "dtype"); mp_str(&m, "<f8");
+    mp_str(&m, "shape"); mp_array(&m, 1); mp_uint(&m, 0x7fffffff);
+    mp_str(&m, "data"); mp_bin(&m, &one, 8);
+    EXPECT(react_tuner_submit(h, m.b, m.n), REACT_E_INVALID, "data has 8 bytes");
+    EXPECT(react_tuner_close(h), REACT_OK, "");
+    free(p);
+    free(m.b);
+}
+
 int main(int argc, char** argv) {
     const char* logfile = argc > 1 ? argv[1] : "capi_test.log";
     unlink(logfile);
     test_library(logfile);
     test_patterns();
+    test_limits();
     test_layout();
     test_handles_unknown();
     test_tuner();

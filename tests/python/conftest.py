@@ -7,6 +7,7 @@ import pytest
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 WORKERS = os.path.join(os.path.dirname(__file__), "workers.py")
+CONFORM = os.path.join(os.path.dirname(__file__), "conform_workers.py")
 
 
 def free_port():
@@ -17,15 +18,17 @@ def free_port():
     return port
 
 
-def launch(n, *args, env=None, timeout=240):
-    """Starts n ranks as torchrun does (env://), returns [(rc, stdout, stderr)]."""
+def launch(n, *args, env=None, timeout=240, script=WORKERS, per_rank=None):
+    """Starts n ranks of script as torchrun does (env://), returns [(rc, stdout, stderr)];
+    per_rank adds environment variables to some ranks."""
     port = free_port()
     procs = []
     for r in range(n):
         e = dict(os.environ, RANK=str(r), WORLD_SIZE=str(n), LOCAL_RANK=str(r), LOCAL_WORLD_SIZE=str(n),
                  MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), PYTHONPATH=os.path.join(ROOT, "python"), OMP_NUM_THREADS="1")
         e.update(env or {})
-        procs.append(subprocess.Popen([sys.executable, WORKERS, *args], env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
+        e.update((per_rank or {}).get(r, {}))
+        procs.append(subprocess.Popen([sys.executable, script, *args], env=e, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
     out = []
     for p in procs:
         try:

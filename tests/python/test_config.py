@@ -1,5 +1,5 @@
-"""Settings: the environment and configure() refuse what they do not know,
-naming it."""
+"""Settings: configure() refuses what it does not know and the environment
+ignores it with a warning; bad values are errors naming the variable."""
 
 import pytest
 
@@ -14,7 +14,6 @@ def test_env_parses_known_variables():
 
 
 @pytest.mark.parametrize("env,words", [
-    ({"REACT_LAGG": "3"}, ["REACT_LAGG", "unknown"]),
     ({"REACT_LAG": "soon"}, ["REACT_LAG", "'soon'", "int"]),
     ({"REACT_TUNE": "maybe"}, ["REACT_TUNE", "bool"]),
 ])
@@ -48,3 +47,39 @@ def test_defaults_are_the_go_tuners():
     assert set(go) == set(py)
     for k, v in go.items():
         assert float(py[k]) == v, k
+
+
+def test_unknown_env_variable_warns_once(caplog):
+    """Other software uses the REACT_ prefix (REACT_APP_*): a job must not
+    die of it. One warning per name and process."""
+    config._warned.discard("REACT_APP_X")
+    with caplog.at_level("WARNING", logger="react_torch"):
+        cfg = config.from_env({"REACT_APP_X": "1", "REACT_LAG": "3"})
+        config.from_env({"REACT_APP_X": "1"})
+    assert cfg.Lag == 3
+    hits = [r for r in caplog.records if "REACT_APP_X" in r.getMessage()]
+    assert len(hits) == 1 and "ignoring unknown" in hits[0].getMessage()
+
+
+@pytest.mark.parametrize("kw,size,words", [
+    ({"Lag": 0}, 4, ["REACT_LAG=0", "Lag = 0, want >= 1"]),
+    ({"Lag": -2}, 4, ["REACT_LAG=-2"]),
+    ({"B": 0}, 4, ["REACT_B=0", "B = 0, want >= 1"]),
+    ({"H": 0}, 4, ["REACT_H=0", "want >= B"]),
+    ({"leader": 99}, 4, ["REACT_LEADER=99", "0 to 3"]),
+    ({"leader": -1}, 4, ["REACT_LEADER=-1"]),
+    ({"segment_bytes": -1}, 4, ["REACT_SEGMENT_BYTES=-1", "want >= 0"]),
+    ({"min_calls": 0}, 4, ["REACT_MIN_CALLS=0"]),
+    ({"algo_allreduce": "zigzag"}, 4, ["REACT_ALGO_ALLREDUCE='zigzag'", "tree, ring, halving_doubling"]),
+    ({}, 2000, ["2000 ranks", "at most 1024 ranks"]),
+    ({"tune": False, "Lag": 0}, 4, []),  # the tuner's settings do not matter untuned
+    ({}, 4, []),
+])
+def test_validate_names_the_variable(kw, size, words):
+    bad = config.validate(config.replace(config.Config(), **kw), size)
+    if not words:
+        assert bad == []
+        return
+    assert len(bad) == 1, bad
+    for w in words:
+        assert w in bad[0], (w, bad)

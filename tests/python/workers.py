@@ -121,10 +121,8 @@ def switch():
     tuner switches patterns mid-run; results stay exact and every rank runs
     the same version at every epoch."""
     rank, n, gloo = init()
-    from react_torch.backend import ReactProcessGroup
-
-    pg = dist.distributed_c10d._get_default_group()
-    assert isinstance(pg, ReactProcessGroup), type(pg)
+    pg = react_torch.backend_of()
+    assert pg is not None, "the default group has no react backend"
     versions = []
     for it in range(80):
         x = data(rank, 4096, torch.int64, it)
@@ -248,14 +246,12 @@ def groups():
     subref = dist.new_group(members, backend="gloo")
     again = dist.new_group(backend="react")
     if rank in members:
-        from react_torch.backend import ReactProcessGroup
-
         x = data(rank, 5000, torch.int64)
         a, b = x.clone(), x.clone()
         dist.all_reduce(a, group=sub)
         dist.all_reduce(b, group=subref)
         same(a, b, "subgroup allreduce")
-        assert isinstance(dist.distributed_c10d._get_default_group(), ReactProcessGroup)
+        assert react_torch.backend_of() is not None and react_torch.backend_of(sub) is not None
     # delegated to the inner group: point-to-point, all-to-all, gather, scatter
     if rank == 0:
         dist.send(torch.arange(10), dst=n - 1)
@@ -307,7 +303,7 @@ def refuse():
     rank, n, gloo = init()
     if rank == 0:
         _lib.Tuner.decision = corrupted
-    pg = dist.distributed_c10d._get_default_group()
+    pg = react_torch.backend_of()
     for it in range(60):
         x = data(rank, 4096, torch.int64, it)
         ref = x.clone()
