@@ -8,6 +8,7 @@ import torch  # before the native library: signal handler order
 import torch.distributed as dist
 
 from .config import Config, from_env, replace, table  # noqa: F401
+from . import _torchfix
 from ._lib import ReactError  # noqa: F401
 
 __all__ = ["Config", "ReactError", "backend_of", "configure", "from_env", "stats"]
@@ -47,6 +48,8 @@ def _create(opts, backend_options=None):
 
     return create(opts, backend_options, replace(from_env(), **_overrides))
 
+
+_torchfix.apply()
 
 if "react" not in dist.Backend.backend_list:
     # extended_api: torch hands the creator its options (group name, global

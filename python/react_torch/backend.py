@@ -30,6 +30,7 @@ from .config import Config, from_env
 from .control import Control, KeyState
 from .executor import AVG, Executor, check_reduce, reduce_name
 from .pattern import Pattern, plan
+from .delegated import Delegated
 from .work import Work
 
 log = logging.getLogger("react_torch")
@@ -39,7 +40,7 @@ _OPS = ("allreduce", "allgather", "reducescatter", "broadcast", "reduce")
 _C10dBackend = torch._C._distributed_c10d.Backend
 
 
-class ReactBackend(_C10dBackend):
+class ReactBackend(Delegated, _C10dBackend):
     """One react group's backend. torch calls its methods with c10d's
     argument lists (and the old method names as well as the new)."""
 
@@ -232,6 +233,7 @@ class ReactBackend(_C10dBackend):
             else:
                 fut.set_result(result)
 
+        self._seqnum += 1
         with self._lock:
             if self._worker is None:
                 self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="react-coll")
@@ -466,59 +468,6 @@ class ReactBackend(_C10dBackend):
 
         return self._submit(fn, [t], t.device, "barrier")
 
-    def monitored_barrier(self, opts=None, wait_all_ranks: bool = False):
-        """Gloo's monitored barrier on the inner group, once every collective
-        called before it has run: it names the ranks that did not arrive."""
-        self._admit("monitored_barrier")
-        self._drain()
-        timeout = opts.timeout if opts is not None and opts.timeout.total_seconds() > 0 else self._timeout
-        if self._size > 1:
-            self._gloo.monitored_barrier(timeout, wait_all_ranks)
-        return _done()
-
-    # torch's coalescing manager brackets a batch with these: the ops
-    # between them run in call order anyway, so the batch's Work is the
-    # completion of everything called up to its end.
-    def start_coalescing(self) -> None:
-        pass
-
-    def end_coalescing(self):
-        self._admit("coalesced batch")
-        return self._submit(lambda: None, None, torch.device("cpu"), "coalesced batch")
-
-    # ---- delegated, after the collectives called before them
-    def _delegated(self, name: str, call, *tensors, layouts: bool = False):
-        self._admit(name, *tensors, layouts=layouts)
-        if name not in self._delegated_logged:
-            self._delegated_logged.add(name)
-            log.info("react_torch: %s is delegated to the inner group", name)
-        self._drain()
-        return call()
-
-    def send(self, tensors, dst: int, tag: int = 0):
-        return self._delegated("send", lambda: self._inner(tensors[0]).send(tensors, dst, tag), tensors)
-
-    def recv(self, tensors, src: int, tag: int = 0):
-        return self._delegated("recv", lambda: self._inner(tensors[0]).recv(tensors, src, tag), tensors)
-
-    def recv_anysource(self, tensors, tag: int = 0):
-        return self._delegated("recv_anysource", lambda: self._inner(tensors[0]).recv_anysource(tensors, tag), tensors)
-
-    def alltoall_base(self, output, input, output_split_sizes, input_split_sizes, opts=None):
-        return self._delegated("alltoall_base", lambda: self._inner(input).alltoall_base(output, input, output_split_sizes, input_split_sizes, opts or dist.AllToAllOptions()), output, input)
-
-    def all_to_all_single(self, output, input, output_split_sizes, input_split_sizes, opts=None):
-        return self.alltoall_base(output, input, output_split_sizes, input_split_sizes, opts)
-
-    def alltoall(self, outputs, inputs, opts=None):
-        return self._delegated("alltoall", lambda: self._inner(inputs[0]).alltoall(outputs, inputs, opts or dist.AllToAllOptions()), outputs, inputs)
-
-    def gather(self, outputs, inputs, opts=None):
-        return self._delegated("gather", lambda: self._inner(inputs[0]).gather(outputs, inputs, opts or dist.GatherOptions()), outputs, inputs)
-
-    def scatter(self, outputs, inputs, opts=None):
-        return self._delegated("scatter", lambda: self._inner(outputs[0]).scatter(outputs, inputs, opts or dist.ScatterOptions()), outputs, inputs)
-
 
 # Live backends, for _at_exit: a job may end without destroy_process_group.
 _live: "weakref.WeakSet[ReactBackend]" = weakref.WeakSet()
@@ -540,10 +489,6 @@ def _at_exit() -> None:
 
 atexit.register(_at_exit)
 
-def _done():
-    fut = torch.futures.Future()
-    fut.set_result(None)
-    return Work(fut)
 
 
 def create(opts, backend_options=None, cfg: Optional[Config] = None) -> ReactBackend:

@@ -122,7 +122,7 @@ def from_env(env: Optional[Dict[str, str]] = None) -> Config:
     unknown = sorted(k for k in env if k.startswith("REACT_") and k not in known and k not in _warned)
     if unknown:
         _warned.update(unknown)
-        log.warning("react_torch: ignoring unknown environment variable(s) %s (react_torch knows %s)", ", ".join(unknown), ", ".join(sorted(known)))
+        log.warning("react_torch: ignoring unknown environment variable(s) %s: not react_torch settings (README lists those)", ", ".join(unknown))
     cfg = Config()
     # like torch's own collective checks: on when the user asks torch for them
     cfg.check_calls = env.get("TORCH_DISTRIBUTED_DEBUG", "").upper() == "DETAIL"
