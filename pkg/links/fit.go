@@ -42,6 +42,9 @@ func (m *Model) Refit() (Fit, error) {
 		return Fit{}, errNoData
 	}
 	m.evals = 0
+	if m.fitted && m.explains() {
+		return m.fit, nil
+	}
 	m.forgetOnChange()
 	noise := m.buildGroups()
 	n := m.ranks
@@ -75,6 +78,42 @@ func (m *Model) Refit() (Fit, error) {
 	m.residuals(noise)
 	m.fit.Replays = m.evals
 	return m.fit, nil
+}
+
+// explains says whether the last fit still describes the newest epochs:
+// their mean log FCT per flow within the measured noise of one replay of
+// their pattern under it (mean squared z-score below 3, none above 6).
+// Then the fit stands as it is, and a steady network costs one replay a
+// batch instead of a fit.
+func (m *Model) explains() bool {
+	newest := m.obs[len(m.obs)-1]
+	var rec []*obs
+	for i := len(m.obs) - 1; i >= 0 && len(rec) < m.recent; i-- {
+		o := &m.obs[i]
+		if o.p == newest.p && o.bytes == newest.bytes && o.key == newest.key {
+			rec = append(rec, o)
+		}
+	}
+	if len(rec) < m.recent {
+		return false
+	}
+	pred := make([]float64, len(newest.fct))
+	m.evals++
+	m.rp.Replay(newest.p, m.dag(newest.p), newest.bytes, &m.fit.Net, nil, pred)
+	sd := max(m.fit.Noise, 0.01) / math.Sqrt(float64(len(rec)))
+	sum := 0.0
+	for f := range pred {
+		mu := 0.0
+		for _, o := range rec {
+			mu += math.Log(o.fct[f])
+		}
+		z := (mu/float64(len(rec)) - math.Log(pred[f])) / sd
+		if math.Abs(z) > 6 {
+			return false
+		}
+		sum += z * z
+	}
+	return sum/float64(len(pred)) < 3
 }
 
 // fitScale sets C so that the q-quantile of the flows' implied line rates
