@@ -158,12 +158,23 @@ func (m *Model) fitAlpha(net *Net) float64 {
 		net.C = c
 		return l
 	}
-	a, b := 0.0, 0.9*lo
 	l0 := f(0)
+	best := 0.0
+	if x, lx := golden(f, 0, 0.9*lo, 14); lx < l0 {
+		best = x
+	}
+	net.Alpha = best
+	m.fitScale(net, 0.5)
+	return m.loss(net)
+}
+
+// golden minimises f over [a, b] by golden-section search in iters steps
+// and returns the best point it evaluated and its value.
+func golden(f func(float64) float64, a, b float64, iters int) (float64, float64) {
 	const phi = 0.6180339887498949
 	x1, x2 := b-phi*(b-a), a+phi*(b-a)
 	f1, f2 := f(x1), f(x2)
-	for range 14 {
+	for range iters {
 		if f1 < f2 {
 			b, x2, f2 = x2, x1, f1
 			x1 = b - phi*(b-a)
@@ -174,13 +185,10 @@ func (m *Model) fitAlpha(net *Net) float64 {
 			f2 = f(x2)
 		}
 	}
-	best, bl := 0.0, l0
-	if x := (a + b) / 2; f(x) < bl {
-		best = x
+	if f1 < f2 {
+		return x1, f1
 	}
-	net.Alpha = best
-	m.fitScale(net, 0.5)
-	return m.loss(net)
+	return x2, f2
 }
 
 // count returns a pointer to link l's competing count: l < ranks is rank
@@ -278,25 +286,8 @@ func (m *Model) lineSearch(net *Net, k *float64, s float64) (float64, float64) {
 		}
 	}
 	// golden refinement around the best point
-	a, b := max(0, bestK-max(0.5, bestK/2)), bestK+max(0.5, bestK/2)
-	const phi = 0.6180339887498949
-	x1, x2 := b-phi*(b-a), a+phi*(b-a)
-	f1, f2 := try(x1), try(x2)
-	for range 8 {
-		if f1 < f2 {
-			b, x2, f2 = x2, x1, f1
-			x1 = b - phi*(b-a)
-			f1 = try(x1)
-		} else {
-			a, x1, f1 = x1, x2, f2
-			x2 = a + phi*(b-a)
-			f2 = try(x2)
-		}
-	}
-	for _, c := range [][2]float64{{x1, f1}, {x2, f2}} {
-		if c[1] < bestL {
-			bestK, bestL = c[0], c[1]
-		}
+	if x, lx := golden(try, max(0, bestK-max(0.5, bestK/2)), bestK+max(0.5, bestK/2), 8); lx < bestL {
+		bestK, bestL = x, lx
 	}
 	*k = old
 	return bestK, bestL
