@@ -69,6 +69,7 @@ class ReactBackend(Delegated, _C10dBackend):
         self._check = agree.CallCheck(self._gloo, rank, size) if size > 1 and self.cfg.check_calls else None
         self._control = Control(self.cfg, self._ctrl_pg, rank, size, self._decode) if size > 1 and self.cfg.tune else None
         _live.add(self)
+        _held.add(self)
 
     # ---- identity
     def getBackendName(self) -> str:
@@ -97,6 +98,7 @@ class ReactBackend(Delegated, _C10dBackend):
         destroy_process_group, and _at_exit for a job that never did."""
         if os.getpid() != self._pid:
             return  # a forked child owns none of it
+        _held.discard(self)
         with self._lock:
             w, self._worker = self._worker, None
         if w is not None:
@@ -471,6 +473,10 @@ class ReactBackend(Delegated, _C10dBackend):
 
 # Live backends, for _at_exit: a job may end without destroy_process_group.
 _live: "weakref.WeakSet[ReactBackend]" = weakref.WeakSet()
+# ... and held until shut down: torch may keep only the C++ half (the
+# TORCH_DISTRIBUTED_DEBUG=DETAIL wrapper does), and a Python backend whose
+# Python half is gone loses its methods ("getBackendName is not implemented").
+_held: "set[ReactBackend]" = set()
 
 
 def _at_exit() -> None:

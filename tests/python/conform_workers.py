@@ -323,6 +323,27 @@ def mismatch():
     print("OK mismatch", flush=True)
 
 
+def debug_detail():
+    """TORCH_DISTRIBUTED_DEBUG=DETAIL wraps react in torch's checking
+    wrapper, as it wraps Gloo: collectives run, and its own mismatch check
+    (before react's) names the dtypes."""
+    rank, n, gloo = init(timeout=30)
+    assert type(dist.group.WORLD._get_backend(torch.device("cpu"))).__name__ == "_ProcessGroupWrapper"
+    x = data(rank, 1000, torch.int64)
+    ref = x.clone()
+    dist.all_reduce(x)
+    dist.all_reduce(ref, group=gloo)
+    same(x, ref, "allreduce under DETAIL")
+    y = torch.ones(10, dtype=torch.int32 if rank == 1 else torch.float32)
+    try:
+        dist.all_reduce(y)
+        raise AssertionError("a dtype mismatch passed under DETAIL")
+    except RuntimeError as e:
+        assert "mismatch" in str(e) and ("Int" in str(e) or "Float" in str(e)), str(e)
+    print("OK debug_detail", flush=True)
+    os._exit(0)
+
+
 def no_destroy():
     """A healthy job that ends without destroy_process_group (many do):
     tuned calls on two groups, async work left to finish, then exit."""

@@ -102,3 +102,10 @@ def test_mismatched_calls_fail_on_every_rank_before_data_moves():
     """Before: silent garbage (or Gloo's abort on a longer message)."""
     for rc, out, err in launch(3, "mismatch", env={"REACT_LAG": "2", "TORCH_DISTRIBUTED_DEBUG": "DETAIL"}, script=CONFORM, timeout=120):
         assert rc == 0 and "OK mismatch" in out, (out, err[-3000:])
+
+
+def test_torch_debug_detail_wraps_react():
+    """Before: the wrapper kept only the C++ half of the backend, whose
+    Python half was collected: "getBackendName is not implemented"."""
+    for rc, out, err in launch(2, "debug_detail", env={"REACT_TUNE": "0", "TORCH_DISTRIBUTED_DEBUG": "DETAIL"}, script=CONFORM):
+        assert rc == 0 and "OK debug_detail" in out, (out, err[-3000:])
