@@ -102,7 +102,11 @@ def lib() -> ctypes.CDLL:
                 raise ReactError(E_ARG, f"react_torch: {path} is not the libreact this package expects ({e}); rebuild it (make lib)") from None
             if handle.react_abi_version() != ABI_VERSION:
                 raise ReactError(E_ARG, f"react_torch: {path} has ABI {handle.react_abi_version()}, want {ABI_VERSION}; rebuild it (make lib)")
-            rc = handle.react_init(cfg.log_level, cfg.log_path.encode() or None, cfg.gomaxprocs)
+            from .config import LOG_LEVELS
+
+            if cfg.log_level not in LOG_LEVELS:
+                raise ReactError(E_ARG, f"react_torch: REACT_LOG_LEVEL={cfg.log_level}: want 0 (debug), 1 (info), 2 (warn), 3 (error) or 4 (off)")
+            rc = handle.react_init(LOG_LEVELS[cfg.log_level], cfg.log_path.encode() or None, cfg.gomaxprocs)
             if rc < 0:
                 raise ReactError(rc, "react_torch: react_init failed: " + _last_error(handle))
             _lib, _pid = handle, os.getpid()

@@ -24,7 +24,7 @@ _FIELDS = {
     "algo_reduce": ("REACT_ALGO_REDUCE", str, "tree", "tree"),
     "leader": ("REACT_LEADER", int, 0, "rank that runs the tuner"),
     "fct_log": ("REACT_FCT_LOG", str, "", "write per-flow FCTs in the react replay format, one file per collective: PATH.OP.DTYPE.NUMEL[.rootR].jsonl (leader)"),
-    "log_level": ("REACT_LOG_LEVEL", int, 1, "libreact log level: 0 debug, 1 info, 2 warn, 3 error"),
+    "log_level": ("REACT_LOG_LEVEL", int, 2, "libreact log level: 0 debug, 1 info, 2 warn, 3 error, 4 off"),
     "log_path": ("REACT_LOG_PATH", str, "", "libreact log file ('' = stderr)"),
     "gomaxprocs": ("REACT_GOMAXPROCS", int, 1, "Go threads per rank (0 = Go's default, all CPUs)"),
     "segment_bytes": ("REACT_SEGMENT_BYTES", int, 0, "a message is sent in segments of about this size, so reducing one overlaps receiving the next (0: whole)"),
@@ -61,7 +61,7 @@ class Config:
     algo_reduce: str = "tree"
     leader: int = 0
     fct_log: str = ""
-    log_level: int = 1
+    log_level: int = 2
     log_path: str = ""
     gomaxprocs: int = 1
     segment_bytes: int = 0
@@ -145,6 +145,10 @@ def _show(name: str, cfg: Config) -> str:
     return f"{_FIELDS[name][0]}={getattr(cfg, name)!r}"
 
 
+# REACT_LOG_LEVEL -> capi/react.h's REACT_LOG_* (Go's levels start at -1).
+LOG_LEVELS = {0: -1, 1: 0, 2: 1, 3: 2, 4: 6}
+
+
 def validate(cfg: Config, size: int) -> List[str]:
     """What is wrong with cfg for a group of size ranks, one sentence per
     problem naming the variable. The tuner's own rules (B, H, Lag, ...) are
@@ -153,6 +157,8 @@ def validate(cfg: Config, size: int) -> List[str]:
     from . import _lib
 
     bad = []
+    if cfg.log_level not in LOG_LEVELS:
+        bad.append(f"{_show('log_level', cfg)}: want 0 (debug), 1 (info), 2 (warn), 3 (error) or 4 (off)")
     if not 0 <= cfg.leader < size:
         bad.append(f"{_show('leader', cfg)}: the leader must be a rank of the group, 0 to {size - 1}")
     if cfg.segment_bytes < 0:

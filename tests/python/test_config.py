@@ -70,6 +70,8 @@ def test_unknown_env_variable_warns_once(caplog):
     ({"leader": -1}, 4, ["REACT_LEADER=-1"]),
     ({"segment_bytes": -1}, 4, ["REACT_SEGMENT_BYTES=-1", "want >= 0"]),
     ({"min_calls": 0}, 4, ["REACT_MIN_CALLS=0"]),
+    ({"log_level": 5}, 4, ["REACT_LOG_LEVEL=5", "4 (off)"]),
+    ({"Model": "magic"}, 4, ["REACT_MODEL='magic'", "react", "paper"]),
     ({"algo_allreduce": "zigzag"}, 4, ["REACT_ALGO_ALLREDUCE='zigzag'", "tree, ring, halving_doubling"]),
     ({}, 2000, ["2000 ranks", "at most 1024 ranks"]),
     ({"tune": False, "Lag": 0}, 4, []),  # the tuner's settings do not matter untuned
