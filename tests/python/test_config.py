@@ -85,3 +85,12 @@ def test_validate_names_the_variable(kw, size, words):
     assert len(bad) == 1, bad
     for w in words:
         assert w in bad[0], (w, bad)
+
+
+def test_call_check_follows_torch_debug():
+    """The call-mismatch check costs a round of messages per collective: off
+    unless asked for, like Gloo's own check under TORCH_DISTRIBUTED_DEBUG."""
+    assert config.from_env({}).check_calls is False
+    assert config.from_env({"TORCH_DISTRIBUTED_DEBUG": "DETAIL"}).check_calls is True
+    assert config.from_env({"TORCH_DISTRIBUTED_DEBUG": "DETAIL", "REACT_CHECK_CALLS": "0"}).check_calls is False
+    assert config.from_env({"REACT_CHECK_CALLS": "1"}).check_calls is True

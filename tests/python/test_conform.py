@@ -100,7 +100,7 @@ def test_all_gather_coalesced_and_sparse_all_reduce():
 
 def test_mismatched_calls_fail_on_every_rank_before_data_moves():
     """Before: silent garbage (or Gloo's abort on a longer message)."""
-    for rc, out, err in launch(3, "mismatch", env={"REACT_LAG": "2", "TORCH_DISTRIBUTED_DEBUG": "DETAIL"}, script=CONFORM, timeout=120):
+    for rc, out, err in launch(3, "mismatch", env={"REACT_LAG": "2", "REACT_CHECK_CALLS": "1"}, script=CONFORM, timeout=120):
         assert rc == 0 and "OK mismatch" in out, (out, err[-3000:])
 
 
