@@ -125,14 +125,8 @@ func (in *instance) climb(sim *netsim.Sim, tuned []int, base []Series, prog *pro
 			}
 		}
 		res.depth[j] = len(best.swaps)
-		for _, s := range best.swaps {
-			res.swaps[j] = append(res.swaps[j], s.String())
-		}
-		if best.p != choice[j] {
-			choice[j] = best.p
-			if cur, err = in.static(sim, choice); err != nil {
-				return nil, err
-			}
+		if cur, err = in.adopt(sim, res, choice, cur, j, best); err != nil {
+			return nil, err
 		}
 	}
 	res.series, res.patterns = cur, choice

@@ -31,6 +31,19 @@ type oracleResult struct {
 	exhaustive []bool
 }
 
+// adopt records job j's chosen move and, when it changes the job's
+// pattern, re-runs the static patterns so the next job is judged beside it.
+func (in *instance) adopt(sim *netsim.Sim, res *oracleResult, choice []*ten.Pattern, cur []Series, j int, best move) ([]Series, error) {
+	for _, s := range best.swaps {
+		res.swaps[j] = append(res.swaps[j], s.String())
+	}
+	if best.p == choice[j] {
+		return cur, nil
+	}
+	choice[j] = best.p
+	return in.static(sim, choice)
+}
+
 type move struct {
 	p     *ten.Pattern
 	swaps []transform.Swap
@@ -237,14 +250,8 @@ func (in *instance) oracle(sim *netsim.Sim, tuned []int, base []Series, prog *pr
 		if len(all) > 0 && all[0].score > best.score {
 			best = all[0]
 		}
-		for _, s := range best.swaps {
-			res.swaps[j] = append(res.swaps[j], s.String())
-		}
-		if best.p != choice[j] {
-			choice[j] = best.p
-			if cur, err = in.static(sim, choice); err != nil {
-				return nil, err
-			}
+		if cur, err = in.adopt(sim, res, choice, cur, j, best); err != nil {
+			return nil, err
 		}
 	}
 	res.series, res.patterns = cur, choice
