@@ -11,7 +11,7 @@ from .config import Config, from_env, replace, table  # noqa: F401
 from . import _torchfix
 from ._lib import ReactError  # noqa: F401
 
-__all__ = ["Config", "ReactError", "backend_of", "configure", "from_env", "stats"]
+__all__ = ["Config", "ReactError", "backend_of", "configure", "control_stats", "from_env", "stats"]
 
 _overrides = {}
 
@@ -41,6 +41,14 @@ def stats(group=None):
     pattern version in force, switches and refusals. [] for another backend."""
     b = backend_of(group)
     return b.stats() if b is not None else []
+
+
+def control_stats(group=None):
+    """A react group's control plane: exchanges, operations on its control
+    group, epochs that waited for it (and seconds), pattern switches. {} for
+    another backend."""
+    b = backend_of(group)
+    return b.control_stats() if b is not None else {}
 
 
 def _create(opts, backend_options=None):

@@ -57,11 +57,11 @@ class ReactBackend(Delegated, _C10dBackend):
         self._nccl = None
         self._ctrl_pg = dist.ProcessGroupGloo(dist.PrefixStore("react/ctrl", store), rank, size, timeout) if size > 1 else None
         self._keys: Dict[tuple, KeyState] = {}
+        self._closed_stats: Optional[dict] = None
         self._plans: Dict[tuple, object] = {}
         self._patterns: Dict[bytes, Pattern] = {}
         self._delegated_logged = set()
         self._executors: Dict[int, Executor] = {}
-        self._works = []  # keep Works alive
         self._lock = threading.Lock()
         self._worker: Optional[ThreadPoolExecutor] = None  # runs the collectives in call order
         self._pid = os.getpid()  # a forked child must not use the group
@@ -105,19 +105,30 @@ class ReactBackend(Delegated, _C10dBackend):
             w.shutdown(wait=True)
         if self._control is not None:
             self._control.close(self._timeout.total_seconds() + 10)
+            self._closed_stats = self._control.stats()
             self._control = None
         for ex in self._executors.values():
             ex.close()
         self._executors.clear()
 
     def stats(self) -> List[dict]:
-        """Per collective key: calls so far, the pattern version in force, and
-        the patterns switched to and refused."""
+        """Per collective key: calls so far, the pattern version in force, the
+        patterns switched to and refused, and the epochs that waited for the
+        control plane (and for how long)."""
         out = []
         for (op, dtype, numel, root), st in self._keys.items():
             out.append({"op": op, "dtype": dtype, "numel": numel, "root": root, "algo": st.pattern.algo, "epochs": st.epoch,
-                        "version": st.version, "switches": st.switches, "refused": st.refused, "tuned": st.tuned})
+                        "version": st.version, "switches": st.switches, "refused": st.refused, "tuned": st.tuned,
+                        "waits": st.waits, "wait_s": st.wait_s})
         return out
+
+    def control_stats(self) -> dict:
+        """The control plane's counters: exchanges answered, operations on
+        the control group, epochs that waited for it and the seconds they
+        waited, pattern switches."""
+        if self._control is None:
+            return dict(self._closed_stats) if self._closed_stats else {"exchanges": 0, "control_messages": 0, "waits": 0, "wait_s": 0.0, "switches": 0}
+        return self._control.stats()
 
     # ---- plumbing
     def _inner(self, t: torch.Tensor) -> dist.ProcessGroup:
@@ -180,16 +191,6 @@ class ReactBackend(Delegated, _C10dBackend):
         else:
             st.epoch += 1
 
-    def _keep(self, w):
-        """Keeps a Work alive on the Python side until it has completed (and
-        the last 64 in any case): torch holds only the C++ half."""
-        with self._lock:
-            self._works.append(w)
-            if len(self._works) > 128:
-                old, recent = self._works[:-64], self._works[-64:]
-                self._works = [x for x in old if not x.is_completed()] + recent
-        return w
-
     def _admit(self, what: str, *tensors, layouts: bool = False) -> torch.device:
         """Refuses, before anything is queued or sent, a call this process
         cannot run: one from a forked child (the group's threads and Go do
@@ -240,7 +241,9 @@ class ReactBackend(Delegated, _C10dBackend):
             if self._worker is None:
                 self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="react-coll")
             self._worker.submit(job)
-        return self._keep(Work(fut, what))
+        # torch's PyBackend wraps the Work in a holder that keeps its Python
+        # half alive as long as anyone holds the Work, and no longer
+        return Work(fut, what)
 
     def _drain(self) -> None:
         """Waits until every collective called so far has run, so that a

@@ -1,14 +1,24 @@
 """The tuner glue (the paper's RTuner): per collective key an epoch counter,
-the pattern in force and its version; a control thread that gathers every
-epoch's FCTs to the leader over a separate Gloo group, lets libreact decide,
-and broadcasts the reply.
+the pattern in force and its version; per group a control thread that, once
+per batch, gathers the FCTs of every key's epochs to the leader over a
+separate Gloo group, lets the leader's tuners decide, and broadcasts the
+decisions.
 
-Agreement by construction: every rank enqueues the same keys in the same
-order (collectives are called in the same order), so the control thread's
-gathers match; the leader's reply for epoch e carries any switch with an
-effective epoch of at least e + lag; before running epoch e' every rank
-waits for the replies of all epochs up to e' - lag. So at every epoch every
-rank knows every switch due by then, and switches at the same epoch.
+The collective thread only records an epoch (its FCTs stay Python objects
+until the control thread lays them out). When one key (the clock) has
+B epochs recorded, every key's records go out as one exchange: one gather,
+one broadcast of a fixed header, and only when the leader decided
+something, a broadcast of the patterns and a vote on them.
+
+Agreement by construction: every rank runs the same keys in the same order
+(collectives are called in the same order), so every rank sends the same
+exchanges, with the same layout, at the same calls. The switches carried
+by exchange x's answer are scheduled when exchange x + DEPTH is sent, at
+each key's next epoch (or the tuner's switch epoch, if later): every rank
+is at that call then, so every rank switches at the same epoch. A rank
+waits for an answer only there, when the control plane is DEPTH batches
+behind; the leader's tuners run on their own thread, and a decision that
+takes long rides on a later answer.
 
 Every rank checks a pattern it is sent (libreact's exactly-once check) and
 the ranks vote (a MIN allreduce on the control group): a pattern is used only
@@ -23,6 +33,7 @@ import json
 import logging
 import queue
 import threading
+import time
 from typing import Any, Dict, List, Optional, Tuple
 
 import msgpack
@@ -36,6 +47,13 @@ from .pattern import Pattern
 
 log = logging.getLogger("react_torch")
 
+# Exchanges in flight: the switches that exchange x's answer carries are
+# scheduled when exchange x + DEPTH is sent, so the control plane has DEPTH
+# batches of the clock key to answer before any rank waits for it.
+DEPTH = 2
+# The time between exchanges that fast calls are batched up to (see _ready).
+EXCHANGE_S = 0.25
+
 Key = Tuple[str, str, int, int]  # (op, dtype, numel, root)
 
 
@@ -44,21 +62,31 @@ class KeyState:
     pattern: Pattern
     version: int = 0
     epoch: int = 0  # next epoch to run
-    replied: int = -1  # last epoch whose reply arrived
     pending: List[Tuple[int, int, Pattern]] = dataclasses.field(default_factory=list)  # (effective, version, pattern)
     tuned: bool = False
     switches: int = 0  # patterns switched to
     refused: int = 0  # patterns refused by the check
+    waits: int = 0  # epochs that waited for the control plane
+    wait_s: float = 0.0
+    # epochs run but not yet exchanged: (epoch, version, pattern, fct, elapsed)
+    records: List[Tuple] = dataclasses.field(default_factory=list)
 
 
-def fct_batch(epoch: int, version: int, fct: np.ndarray, elapsed: float) -> bytes:
-    """One epoch as the FCT batch msgpack (react.fcts/v1, pkg/wire/fctbatch.go)."""
+def fct_batch(epoch0: int, version: int, fct: np.ndarray, elapsed: np.ndarray) -> bytes:
+    """Epochs of one version as the FCT batch msgpack (react.fcts/v1,
+    pkg/wire/fctbatch.go): fct is epochs x flows, elapsed one per epoch."""
     col = lambda a: {"dtype": "<f8", "shape": list(a.shape), "data": np.ascontiguousarray(a, dtype="<f8").tobytes()}
-    return msgpack.packb({"format": "react.fcts/v1", "epoch0": epoch, "version": version, "epochs": 1, "nflows": int(fct.shape[-1]),
-                          "fct": col(fct.reshape(1, -1)), "elapsed": col(np.array([elapsed]))})
+    return msgpack.packb({"format": "react.fcts/v1", "epoch0": epoch0, "version": version, "epochs": int(fct.shape[0]), "nflows": int(fct.shape[1]),
+                          "fct": col(fct), "elapsed": col(elapsed)})
 
 
 class Control:
+    """One group's control plane. The collective thread (begin, end) only
+    records epochs and, every B epochs of one key, hands every key's
+    records to the control thread as one exchange; the control thread
+    gathers them to the leader in one message, the leader's tuners decide
+    for every key, and one broadcast carries the decisions back."""
+
     def __init__(self, cfg: Config, group: dist.ProcessGroup, rank: int, size: int, layout):
         self.cfg, self.group, self.rank, self.size = cfg, group, rank, size
         self.layout = layout  # callable(pattern bytes) -> Pattern, checks and decodes
@@ -70,42 +98,114 @@ class Control:
         self.base: Dict[Key, int] = {}  # our version of a tuner's version 0
         self.versions_sent: Dict[Key, Tuple[int, int]] = {}  # key -> (version, tuner's switch epoch)
         self.logs: Dict[Key, Any] = {}  # FCT log per key (leader, when asked for)
+        self.clock: Optional[Key] = None  # the key whose batches time the exchanges
+        self.sent = 0  # exchanges handed to the control thread
+        self.replied = 0  # exchanges answered
+        # answers not yet due: (exchange, accepted switches, epochs per exchange)
+        self.answers: List[Tuple[int, List[Tuple[Key, int, int, Pattern]], int]] = []
+        self.every = cfg.B  # epochs of the clock key per exchange
+        self.messages = 0  # operations on the control group
         self.thread = threading.Thread(target=self._loop, name="react-control", daemon=True)
         self.thread.start()
+        # leader: its tuners' thread, the decisions it made and not yet sent
+        self.tq: "queue.Queue[Optional[Tuple]]" = queue.Queue()
+        self.tcv = threading.Condition()
+        self.ready: List[Tuple[Key, int, int, bytes]] = []
+        self.tuned = 0  # last exchange the tuners took
+        self.tune_error: Optional[BaseException] = None
+        self._last_at: Optional[float] = None
+        self._interval: Optional[float] = None
+        self.tuner_thread = None
+        if rank == cfg.leader:
+            self.tuner_thread = threading.Thread(target=self._tune_loop, name="react-tuner", daemon=True)
+            self.tuner_thread.start()
 
-    # training thread
+    # collective thread
     def begin(self, key: Key, st: KeyState) -> int:
-        """Waits for the replies that can switch this epoch, switches, returns the epoch."""
+        """Switches to the patterns due at this epoch."""
+        if self.error is not None:
+            raise RuntimeError(f"react_torch: control plane failed: {self.error}") from self.error
         e = st.epoch
-        need = e - self.cfg.Lag
-        with self.cv:
-            while st.replied < need and self.error is None:
-                self.cv.wait(timeout=1.0)
-            if self.error is not None:
-                raise RuntimeError(f"react_torch: control plane failed: {self.error}") from self.error
-            while st.pending and st.pending[0][0] <= e:
-                _, st.version, st.pattern = st.pending.pop(0)
-                st.switches += 1
+        while st.pending and st.pending[0][0] <= e:
+            _, st.version, st.pattern = st.pending.pop(0)
+            st.switches += 1
         return e
 
-    def end(self, key: Key, st: KeyState, fct: Dict[int, float], elapsed: float) -> None:
+    def end(self, key: Key, st: KeyState, fct, elapsed: float) -> None:
+        """Records the epoch just run. Every rank calls it for the same keys
+        in the same order, so every rank sends the same exchanges, at the
+        same calls."""
         e = st.epoch
         st.epoch += 1
-        self.q.put((key, e, st.version, st.pattern, fct, elapsed))
+        if not st.tuned or e + 1 < self.cfg.min_calls:
+            return
+        st.records.append((e, st.version, st.pattern, fct, elapsed))
+        n, b = len(st.records), self.every
+        if n >= b and (self.clock is None or self.clock == key or n >= 2 * b):
+            self.clock = key
+            self._due(self.sent + 1 - DEPTH, st)
+            self._exchange()
+
+    def _due(self, x: int, st: KeyState) -> None:
+        """Schedules the switches that the answers up to exchange x carry, at
+        every key's next epoch (or the tuner's switch epoch, if later), and
+        takes the exchange period they set: the same epoch and period on
+        every rank, since every rank is at this call. Waits
+        for those answers: only when the control plane is DEPTH exchanges
+        behind."""
+        if x < 1:
+            return
+        if self.replied < x:
+            t0 = time.perf_counter()
+            with self.cv:
+                while self.replied < x and self.error is None:
+                    self.cv.wait(timeout=1.0)
+            st.waits += 1
+            st.wait_s += time.perf_counter() - t0
+            if self.error is not None:
+                raise RuntimeError(f"react_torch: control plane failed: {self.error}") from self.error
+        with self.cv:
+            while self.answers and self.answers[0][0] <= x:
+                _, switches, self.every = self.answers.pop(0)
+                for key, eff, ver, pat in switches:
+                    k = self.keys[key]
+                    k.pending.append((max(eff, k.epoch), ver, pat))
+
+    def _exchange(self) -> None:
+        self.sent += 1
+        x, items = self.sent, []
+        for key, st in self.keys.items():  # first-call order, the same on every rank
+            if st.records:
+                items.append((key, st.records))
+                st.records = []
+        self.q.put((x, items, time.perf_counter()))
 
     def close(self, timeout: float = 60.0) -> None:
-        """Lets the control thread finish the exchanges already queued (the
-        other ranks' threads expect them), then stops it. Tuners and logs
-        are closed only once it has stopped: it may still use them."""
+        """Lets the control thread finish the exchanges already sent (the
+        other ranks' threads expect them), then stops it; the epochs of an
+        unfinished batch are dropped (a last exchange here would tie the
+        groups' shutdowns together: at exit they close in no agreed order).
+        Tuners and logs are closed only once the threads have stopped."""
         self.q.put(None)
         self.thread.join(timeout=timeout)
         if self.thread.is_alive():
             log.warning("react_torch: rank %d: the control thread did not stop within %.0f s", self.rank, timeout)
             return
+        if self.tuner_thread is not None:
+            self.tq.put(None)
+            self.tuner_thread.join(timeout=timeout)
+            if self.tuner_thread.is_alive():
+                log.warning("react_torch: rank %d: the tuner thread did not stop within %.0f s", self.rank, timeout)
+                return
         for t in self.tuners.values():
             t.close()
         for f in self.logs.values():
             f.close()
+
+    def stats(self) -> Dict[str, Any]:
+        keys = list(self.keys.values())
+        return {"exchanges": self.replied, "control_messages": self.messages, "waits": sum(s.waits for s in keys),
+                "wait_s": sum(s.wait_s for s in keys), "switches": sum(s.switches for s in keys)}
 
     # control thread
     def _loop(self) -> None:
@@ -114,77 +214,158 @@ class Control:
                 item = self.q.get()
                 if item is None:
                     return
-                key, e, ver, pat, fct, elapsed = item
-                if callable(fct):  # CUDA: events read here, off the training thread
-                    fct, elapsed = fct()
-                st = self.keys[key]
-                cols = self._gather(pat.nflows, fct, elapsed)
-                reply = self._decide(key, e, ver, pat, cols) if cols is not None else None
-                reply = self._broadcast(reply)
-                new = self._accept(key, reply) if reply is not None else None
+                x, items, at = item
+                got = self._gather(self._rows(items))
+                replies, every = [], 0
+                if got is not None:  # the leader
+                    self.tq.put(("batch", x, items, got))
+                    replies, every = self._ready(x, items, at)
+                replies, every = self._broadcast(replies, every)
+                accepted = self._accept(items, replies) if replies else []
                 with self.cv:
-                    if new is not None:
-                        st.pending.append(new)
-                    st.replied = e
+                    self.answers.append((x, [(items[i][0], *new) for i, new in accepted], every))
+                    self.replied = x
                     self.cv.notify_all()
-        except BaseException as exc:  # surfaced on the training thread
+        except BaseException as exc:  # surfaced on the collective thread
             with self.cv:
                 self.error = exc
                 self.cv.notify_all()
 
+    # The leader's tuners run on a thread of their own: a decision that
+    # takes long (a search) rides on a later exchange's answer instead of
+    # holding this one past the epoch its switch could take effect at.
+    def _tune_loop(self) -> None:
+        try:
+            while True:
+                item = self.tq.get()
+                if item is None:
+                    return
+                if item[0] == "reset":  # its pattern was refused: restart from the one in force
+                    t = self.tuners.pop(item[1], None)
+                    if t is not None:
+                        t.close()
+                    self.versions_sent.pop(item[1], None)
+                    continue
+                _, x, items, got = item
+                made = self._decide_all(items, got)
+                with self.tcv:
+                    self.ready += made
+                    self.tuned = x
+                    self.tcv.notify_all()
+        except BaseException as exc:  # surfaced through the control thread
+            with self.tcv:
+                self.tune_error = exc
+                self.tcv.notify_all()
+
+    def _ready(self, x: int, items, at: float) -> Tuple[List[Tuple[int, int, int, bytes]], int]:
+        """The decisions to send with exchange x: those made so far for keys
+        it carries, as (item, the tuner's switch epoch, version, pattern).
+        It waits for the tuners to take x itself for up to half the time
+        between exchanges, measured since x was sent. Also the exchange
+        period to use from x + DEPTH on: B epochs of the clock key, or a
+        multiple of B that spaces exchanges EXCHANGE_S apart (up to H / 2),
+        so that a loop of fast calls does not pay for one every few ms."""
+        now = time.perf_counter()
+        if self._last_at is not None:
+            self._interval = at - self._last_at if self._interval is None else 0.8 * self._interval + 0.2 * (at - self._last_at)
+        self._last_at = at
+        slack = 0.5 * self._interval if self._interval is not None else 0.1
+        with self.tcv:
+            while self.tuned < x and self.tune_error is None and now < at + slack:
+                self.tcv.wait(at + slack - now)
+                now = time.perf_counter()
+            if self.tune_error is not None:
+                raise RuntimeError(f"the leader's tuner failed: {self.tune_error}") from self.tune_error
+            index = {key: i for i, (key, _) in enumerate(items)}
+            out = [(index[key], eff, ver, raw) for key, ver, eff, raw in self.ready if key in index]
+            self.ready = [d for d in self.ready if d[0] not in index]
+        every = self.every
+        if self._interval is not None:
+            per_batch = self._interval * self.cfg.B / self.every
+            every = self.cfg.B * max(1, min(self.cfg.H // (2 * self.cfg.B), round(EXCHANGE_S / max(per_batch, 1e-9))))
+        return out, every
+
+    @staticmethod
+    def _rows(items) -> np.ndarray:
+        """This rank's part of an exchange, one float64 vector: per key, per
+        epoch, a row of its pattern's flows (NaN where this rank received no
+        such flow) and the epoch's elapsed time. Every rank lays it out
+        alike: the same keys, epochs and versions."""
+        n = sum(p.nflows + 1 for _, recs in items for (_, _, p, _, _) in recs)
+        out = np.full(n, np.nan)
+        off = 0
+        for _, recs in items:
+            for _, _, p, fct, elapsed in recs:
+                if callable(fct):  # CUDA: events read here, off the collective thread
+                    fct, elapsed = fct()
+                if fct:
+                    out[off + np.fromiter(fct.keys(), dtype=np.int64, count=len(fct))] = np.fromiter(fct.values(), dtype=np.float64, count=len(fct))
+                out[off + p.nflows] = elapsed
+                off += p.nflows + 1
+        return out
+
     # The control group is a bare Gloo group (never registered with
-    # torch.distributed), so it is driven through its own methods with
-    # fixed-size tensors: FCTs as one float64 row per rank, NaN where the
-    # rank received no such flow, the reply as a header then its bytes.
-    def _gather(self, nflows: int, fct: Dict[int, float], elapsed: float) -> Optional[np.ndarray]:
-        row = torch.full((nflows + 1,), float("nan"), dtype=torch.float64)
-        if fct:
-            row[torch.tensor(list(fct.keys()), dtype=torch.int64)] = torch.tensor(list(fct.values()), dtype=torch.float64)
-        row[nflows] = elapsed
+    # torch.distributed), so it is driven through its own methods.
+    def _gather(self, rows: np.ndarray) -> Optional[np.ndarray]:
+        row = torch.from_numpy(rows)
         leader = self.rank == self.cfg.leader
         outs = [[torch.empty_like(row) for _ in range(self.size)]] if leader else []
         opts = dist.GatherOptions()
         opts.rootRank = self.cfg.leader
         self.group.gather(outs, [row], opts).wait()
-        return torch.stack(outs[0]).numpy() if leader else None
+        self.messages += 1
+        if not leader:
+            return None
+        # every flow has one receiver: its row holds the FCT, the others NaN
+        return np.fmax.reduce(torch.stack(outs[0]).numpy(), axis=0)
 
-    def _broadcast(self, reply: Optional[Tuple[int, int, bytes]]) -> Optional[Tuple[int, int, bytes]]:
-        head = torch.zeros(4, dtype=torch.int64)
-        if reply is not None:
-            head[:] = torch.tensor([1, reply[0], reply[1], len(reply[2])])
+    def _broadcast(self, replies: List[Tuple[int, int, int, bytes]], every: int) -> Tuple[List[Tuple[int, int, int, bytes]], int]:
+        """One broadcast of a fixed header (decisions, their size, the
+        exchange period); a second with the patterns only when there are
+        some."""
+        body = msgpack.packb([list(r) for r in replies]) if replies else b""
+        head = torch.tensor([len(replies), len(body), every], dtype=torch.int64)
         opts = dist.BroadcastOptions()
         opts.rootRank = self.cfg.leader
         self.group.broadcast([head], opts).wait()
+        self.messages += 1
+        every = int(head[2])
         if int(head[0]) == 0:
-            return None
-        body = torch.frombuffer(bytearray(reply[2]), dtype=torch.uint8) if reply is not None else torch.empty(int(head[3]), dtype=torch.uint8)
-        self.group.broadcast([body], opts).wait()
-        return int(head[1]), int(head[2]), bytes(body.numpy().tobytes())
+            return [], every
+        buf = torch.frombuffer(bytearray(body), dtype=torch.uint8) if self.rank == self.cfg.leader else torch.empty(int(head[1]), dtype=torch.uint8)
+        self.group.broadcast([buf], opts).wait()
+        self.messages += 1
+        return [tuple(r) for r in msgpack.unpackb(bytes(buf.numpy().tobytes()))], every
 
-    def _accept(self, key: Key, reply: Tuple[int, int, bytes]) -> Optional[Tuple[int, int, Pattern]]:
-        """Every rank checks the pattern it was sent; it is used only when
-        every rank accepted it, else all keep the old one (and the leader's
-        tuner restarts from the pattern in force)."""
-        eff, ver, raw = reply
-        pat, why = None, ""
-        try:
-            pat = self.layout(raw)
-        except Exception as exc:  # a refused pattern is not an error of the job
-            why = str(exc)
-        ok = torch.tensor([1 if pat is not None else 0], dtype=torch.int64)
+    def _accept(self, items, replies) -> List[Tuple[int, Tuple[int, int, Pattern]]]:
+        """Every rank checks the patterns it was sent; one is used only when
+        every rank accepted it, else all keep the one in force (and the
+        leader's tuner for that key restarts from it)."""
+        pats, whys = [], []
+        for _, _, _, raw in replies:
+            try:
+                pats.append(self.layout(raw))
+                whys.append("")
+            except Exception as exc:  # a refused pattern is not an error of the job
+                pats.append(None)
+                whys.append(str(exc))
+        ok = torch.tensor([1 if p is not None else 0 for p in pats], dtype=torch.int64)
         opts = dist.AllreduceOptions()
         opts.reduceOp = dist.ReduceOp.MIN
         self.group.allreduce([ok], opts).wait()
-        if int(ok[0]) == 1:
-            return eff, ver, pat
-        st = self.keys[key]
-        st.refused += 1
-        log.warning("react_torch: rank %d: pattern version %d for %s refused (%s); keeping version %d", self.rank, ver, key, why or "refused by another rank", st.version)
-        t = self.tuners.pop(key, None)
-        if t is not None:
-            t.close()
-        self.versions_sent.pop(key, None)
-        return None
+        self.messages += 1
+        out = []
+        for (i, eff, ver, _), pat, good, why in zip(replies, pats, ok.tolist(), whys):
+            key = items[i][0]
+            if good:
+                out.append((i, (eff, ver, pat)))
+                continue
+            st = self.keys[key]
+            st.refused += 1
+            log.warning("react_torch: rank %d: pattern version %d for %s refused (%s); keeping version %d", self.rank, ver, key, why or "refused by another rank", st.version)
+            if self.rank == self.cfg.leader:
+                self.tq.put(("reset", key))
+        return out
 
     def _log(self, key: Key):
         """The FCT log of a key: one file per key, since react replay reads
@@ -196,39 +377,81 @@ class Control:
             f = self.logs[key] = open(log_path(self.cfg.fct_log, key), "w")
         return f
 
-    def _decide(self, key: Key, e: int, ver: int, p: Pattern, cols: np.ndarray) -> Optional[Tuple[int, int, bytes]]:
+    def _decide_all(self, items, got: np.ndarray) -> List[Tuple[int, int, int, bytes]]:
+        """The leader's tuners take every key's epochs of an exchange; what
+        they decided is (key, version, the tuner's switch epoch, pattern)."""
+        out, off = [], 0
+        for i, (key, recs) in enumerate(items):
+            n = sum(p.nflows + 1 for (_, _, p, _, _) in recs)
+            r = self._decide(key, recs, got[off : off + n])
+            off += n
+            if r is not None:
+                out.append((key, *r))
+        return out
+
+    def _decide(self, key: Key, recs, cols: np.ndarray) -> Optional[Tuple[int, int, bytes]]:
+        """Feeds one key's epochs to its tuner, a run of consecutive epochs of
+        one version per submit. A switch takes effect when the answer that
+        carries it allows (_ready), which may be later than the tuner asked:
+        the epochs that still ran the old pattern past its switch epoch are
+        not fed to it."""
         st = self.keys[key]
-        # every flow has one receiver: its row holds the FCT, the others NaN
-        fct = np.nan_to_num(np.fmax.reduce(cols[:, :-1], axis=0), nan=0.0)
-        elapsed = float(np.fmax.reduce(cols[:, -1]))
-        if self.cfg.test_slow_rank >= 0:
-            slow = p.dst == self.cfg.test_slow_rank
-            fct[slow] *= 4
-            elapsed = 0.0  # let the tuner take the critical path of the inflated FCTs
-        # The tuner sees (and the log records) an epoch once the key is
-        # tuned and every flow was timed; an epoch that still ran the old
-        # version after the tuner's switch epoch is skipped (only when we
-        # switched later than the tuner asked).
-        sent = self.versions_sent.get(key)
-        if e + 1 < self.cfg.min_calls or not st.tuned or not (fct > 0).all():
+        run: List[Tuple[int, np.ndarray, float]] = []
+        run_ver, run_pat, decided, off = -1, None, None, 0
+
+        def flush():
+            nonlocal decided
+            if run:
+                d = self._submit(key, run, run_ver, run_pat)
+                if d is not None:
+                    decided = d
+            run.clear()
+
+        for e, ver, p, _, _ in recs:
+            fct = np.nan_to_num(cols[off : off + p.nflows], nan=0.0)
+            elapsed = float(np.nan_to_num(cols[off + p.nflows], nan=0.0))
+            off += p.nflows + 1
+            if self.cfg.test_slow_rank >= 0:
+                fct = np.where(p.dst == self.cfg.test_slow_rank, fct * 4, fct)
+                elapsed = 0.0  # let the tuner take the critical path of the inflated FCTs
+            sent = self.versions_sent.get(key)
+            if not (fct > 0).all() or (sent is not None and ver < sent[0] and e >= sent[1]):
+                continue
+            if run and (ver != run_ver or e != run[-1][0] + 1):
+                flush()
+            run_ver, run_pat = ver, p
+            run.append((e, fct, elapsed))
+        flush()
+        if decided is None:
             return None
-        if sent is not None and ver < sent[0] and e >= sent[1]:
-            return None
-        self._write_log(key, e, ver, p, fct, elapsed)
-        if not self.cfg.tune:
-            return None
+        tver, eff, raw = decided
+        return tver + self.base[key], eff, raw
+
+    def _submit(self, key: Key, run, ver: int, pat: Pattern) -> Optional[Tuple[int, int, bytes]]:
         t = self.tuners.get(key)
         if t is None:
             # a tuner numbers its patterns from 0; ours continue from the version in force
-            t = self.tuners[key] = _lib.Tuner(p.raw, key[2] * _itemsize(key[1]), json.dumps(self.cfg.tuner_json()))
+            t = self.tuners[key] = _lib.Tuner(pat.raw, key[2] * _itemsize(key[1]), json.dumps(self.cfg.tuner_json()))
             self.base[key] = ver
-        t.submit(fct_batch(e, ver - self.base[key], fct, elapsed))
-        d = t.decision()
-        if d is None:
-            return None
-        tver, eff, raw = d
-        self.versions_sent[key] = (tver + self.base[key], eff)
-        return max(eff, e + self.cfg.Lag), tver + self.base[key], raw
+        fct = np.stack([f for _, f, _ in run])
+        elapsed = np.array([x for _, _, x in run])
+        try:
+            t.submit(fct_batch(run[0][0], ver - self.base[key], fct, elapsed))
+        except _lib.ReactError as exc:
+            # the tuner decided within the run and switches before its end: it
+            # took the epochs up to its switch epoch, the rest ran the old
+            # pattern past it and are not its to see
+            d = t.decision() if exc.code == _lib.E_STATE else None
+            if d is None or not run[0][0] < d[1] <= run[-1][0]:
+                raise
+            taken = [x for x in run if x[0] < d[1]]
+        else:
+            d, taken = t.decision(), run
+        for e, fct, elapsed in taken:  # the log holds what the tuner saw
+            self._write_log(key, e, ver, pat, fct, elapsed)
+        if d is not None:
+            self.versions_sent[key] = (d[0] + self.base[key], d[1])
+        return d
 
     def _write_log(self, key: Key, e: int, ver: int, p: Pattern, fct: np.ndarray, elapsed: float) -> None:
         out = self._log(key)
