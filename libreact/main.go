@@ -215,27 +215,46 @@ func react_go_pattern_layout(pat *C.uint8_t, plen C.size_t, buf *C.uint8_t, cap 
 	return out(enc, buf, cap, n)
 }
 
-// tunerConfig is what config_json may set.
-type tunerConfig struct {
-	tuner.Config
-	Label string `json:"label"`
-}
-
-func parseConfig(s string) (tunerConfig, error) {
-	c := tunerConfig{Config: tuner.DefaultConfig()}
+// parseConfig reads config_json: tuner settings by tuner.Config's JSON
+// names over DefaultConfig, and "label", a string for the logs.
+func parseConfig(s string) (tuner.Config, string, error) {
+	c := tuner.DefaultConfig()
 	trimmed := bytes.TrimLeft([]byte(s), " \t\r\n")
 	if len(trimmed) == 0 || trimmed[0] != '{' {
-		return c, errors.New("config_json is not a JSON object")
+		return c, "", errors.New("config_json is not a JSON object")
 	}
 	dec := json.NewDecoder(bytes.NewReader(trimmed))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&c); err != nil {
-		return c, fmt.Errorf("config_json: %w", err)
+	var set map[string]json.RawMessage
+	if err := dec.Decode(&set); err != nil {
+		return c, "", fmt.Errorf("config_json: %w", err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return c, errors.New("config_json: data after the object")
+		return c, "", errors.New("config_json: data after the object")
 	}
-	return c, nil
+	var label string
+	if raw, ok := set["label"]; ok {
+		if err := json.Unmarshal(raw, &label); err != nil {
+			return c, "", fmt.Errorf("config_json: label = %s, want a string", raw)
+		}
+		delete(set, "label")
+	}
+	if err := c.Override(set); err != nil {
+		return c, "", fmt.Errorf("config_json: %w", err)
+	}
+	return c, label, nil
+}
+
+//export react_go_tuner_settings
+func react_go_tuner_settings(buf *C.uint8_t, cap C.size_t, n *C.size_t) (st C.int) {
+	defer guard(&st)
+	if n == nil {
+		return fail(C.REACT_E_ARG, "react_tuner_settings: len must not be NULL")
+	}
+	enc, err := json.Marshal(tuner.Settings())
+	if err != nil {
+		return fail(C.REACT_E_PANIC, "react_tuner_settings: %v", err)
+	}
+	return out(enc, buf, cap, n)
 }
 
 //export react_go_tuner_create
@@ -252,17 +271,17 @@ func react_go_tuner_create(buf *C.uint8_t, n C.size_t, msgBytes C.double, config
 	if b := float64(msgBytes); !(b > 0) || math.IsInf(b, 0) {
 		return fail(C.REACT_E_ARG, "%s: message_bytes %v, want > 0 and finite", who, b)
 	}
-	cfg := tunerConfig{Config: tuner.DefaultConfig()}
+	cfg, label := tuner.DefaultConfig(), ""
 	if config != nil {
 		var err error
-		if cfg, err = parseConfig(C.GoString(config)); err != nil {
+		if cfg, label, err = parseConfig(C.GoString(config)); err != nil {
 			return fail(C.REACT_E_INVALID, "%s: %v", who, err)
 		}
 	}
 	if err := cfg.Validate(); err != nil {
 		return fail(C.REACT_E_ARG, "%s: %v", who, err)
 	}
-	d, err := driver.New(cfg.Config, p, float64(msgBytes))
+	d, err := driver.New(cfg, p, float64(msgBytes))
 	if err != nil {
 		return fail(C.REACT_E_ARG, "%s: %v", who, err)
 	}
@@ -271,9 +290,9 @@ func react_go_tuner_create(buf *C.uint8_t, n C.size_t, msgBytes C.double, config
 	if log == nil {
 		log = zap.NewNop()
 	}
-	log = log.With(zap.Uint64("handle", uint64(handle)), zap.String("label", cfg.Label))
+	log = log.With(zap.Uint64("handle", uint64(handle)), zap.String("label", label))
 	log.Info("tuner created", zap.Int("version", 0), zap.String("op", p.Op.String()), zap.String("algo", p.Algo),
-		zap.Int("ranks", p.Ranks), zap.Int("flows", len(p.Flows)), zap.Float64("message_bytes", float64(msgBytes)), zap.Any("config", cfg.Config))
+		zap.Int("ranks", p.Ranks), zap.Int("flows", len(p.Flows)), zap.Float64("message_bytes", float64(msgBytes)), zap.Any("config", cfg))
 	d.Start(log)
 	*h = C.uint64_t(handle)
 	return C.REACT_OK
