@@ -142,14 +142,21 @@ int react_pattern_layout(const uint8_t* pattern, size_t plen,
 
 /* ---- Tuners ------------------------------------------------------------ */
 
+/* The tuner's settings, so that a caller sets them without copying their
+ * names or defaults: a JSON array with one object per setting,
+ *   {"name": "KtGrowth", "type": "int", "default": 5, "help": "..."}
+ * where type is int, float, string or bool and name is the key
+ * config_json takes. Output by the buffer protocol. */
+int react_tuner_settings(uint8_t* buf, size_t cap, size_t* len);
+
 /* Creates a tuner for one recurring collective and starts its goroutine.
  *  pattern, len   the initial pattern (msgpack); it must pass the check
  *  message_bytes  size of the collective's message buffer, > 0
- *  config_json    NULL for the paper's defaults, or a JSON object setting
- *                 any of: B, Delta1, Delta2, Kt, KtGrowth, Epsilon, H, EMax,
- *                 AMax, TauR, Lag, Seed, and "label" (a string for the logs).
- *                 Unknown keys are refused (REACT_E_INVALID); out-of-range
- *                 values give REACT_E_ARG.
+ *  config_json    NULL for the defaults, or a JSON object setting any of
+ *                 the settings react_tuner_settings names (exactly so
+ *                 spelled) and "label" (a string for the logs). An unknown
+ *                 key or a value of the wrong type is refused
+ *                 (REACT_E_INVALID); out-of-range values give REACT_E_ARG.
  *  handle         receives the new handle
  * Patterns it emits count versions from 0 (the initial pattern). */
 int react_tuner_create(const uint8_t* pattern, size_t len, double message_bytes,

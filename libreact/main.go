@@ -18,11 +18,8 @@ void react__set_error(const char* msg, size_t n);
 import "C"
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math"
 	"runtime"
 	"runtime/cgo"
@@ -215,29 +212,6 @@ func react_go_pattern_layout(pat *C.uint8_t, plen C.size_t, buf *C.uint8_t, cap 
 	return out(enc, buf, cap, n)
 }
 
-// tunerConfig is what config_json may set.
-type tunerConfig struct {
-	tuner.Config
-	Label string `json:"label"`
-}
-
-func parseConfig(s string) (tunerConfig, error) {
-	c := tunerConfig{Config: tuner.DefaultConfig()}
-	trimmed := bytes.TrimLeft([]byte(s), " \t\r\n")
-	if len(trimmed) == 0 || trimmed[0] != '{' {
-		return c, errors.New("config_json is not a JSON object")
-	}
-	dec := json.NewDecoder(bytes.NewReader(trimmed))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&c); err != nil {
-		return c, fmt.Errorf("config_json: %w", err)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return c, errors.New("config_json: data after the object")
-	}
-	return c, nil
-}
-
 //export react_go_tuner_create
 func react_go_tuner_create(buf *C.uint8_t, n C.size_t, msgBytes C.double, config *C.char, h *C.uint64_t) (st C.int) {
 	defer guard(&st)
@@ -252,17 +226,17 @@ func react_go_tuner_create(buf *C.uint8_t, n C.size_t, msgBytes C.double, config
 	if b := float64(msgBytes); !(b > 0) || math.IsInf(b, 0) {
 		return fail(C.REACT_E_ARG, "%s: message_bytes %v, want > 0 and finite", who, b)
 	}
-	cfg := tunerConfig{Config: tuner.DefaultConfig()}
+	cfg, label := tuner.DefaultConfig(), ""
 	if config != nil {
 		var err error
-		if cfg, err = parseConfig(C.GoString(config)); err != nil {
+		if cfg, label, err = parseConfig(C.GoString(config)); err != nil {
 			return fail(C.REACT_E_INVALID, "%s: %v", who, err)
 		}
 	}
 	if err := cfg.Validate(); err != nil {
 		return fail(C.REACT_E_ARG, "%s: %v", who, err)
 	}
-	d, err := driver.New(cfg.Config, p, float64(msgBytes))
+	d, err := driver.New(cfg, p, float64(msgBytes))
 	if err != nil {
 		return fail(C.REACT_E_ARG, "%s: %v", who, err)
 	}
@@ -271,9 +245,9 @@ func react_go_tuner_create(buf *C.uint8_t, n C.size_t, msgBytes C.double, config
 	if log == nil {
 		log = zap.NewNop()
 	}
-	log = log.With(zap.Uint64("handle", uint64(handle)), zap.String("label", cfg.Label))
+	log = log.With(zap.Uint64("handle", uint64(handle)), zap.String("label", label))
 	log.Info("tuner created", zap.Int("version", 0), zap.String("op", p.Op.String()), zap.String("algo", p.Algo),
-		zap.Int("ranks", p.Ranks), zap.Int("flows", len(p.Flows)), zap.Float64("message_bytes", float64(msgBytes)), zap.Any("config", cfg.Config))
+		zap.Int("ranks", p.Ranks), zap.Int("flows", len(p.Flows)), zap.Float64("message_bytes", float64(msgBytes)), zap.Any("config", cfg))
 	d.Start(log)
 	*h = C.uint64_t(handle)
 	return C.REACT_OK

@@ -27,6 +27,7 @@ SAME_TYPE(react_go_init, int (*)(int, char*, int));
 SAME_TYPE(react_go_pattern_generate, int (*)(char*, char*, int, int, uint8_t*, size_t, size_t*));
 SAME_TYPE(react_go_pattern_check, int (*)(uint8_t*, size_t));
 SAME_TYPE(react_go_pattern_layout, int (*)(uint8_t*, size_t, uint8_t*, size_t, size_t*));
+SAME_TYPE(react_go_tuner_settings, int (*)(uint8_t*, size_t, size_t*));
 SAME_TYPE(react_go_tuner_create, int (*)(uint8_t*, size_t, double, char*, uint64_t*));
 SAME_TYPE(react_go_tuner_close, int (*)(uint64_t));
 SAME_TYPE(react_go_tuner_reset, int (*)(uint64_t));
@@ -116,6 +117,11 @@ int react_pattern_check(const uint8_t* buf, size_t len) {
 int react_pattern_layout(const uint8_t* pattern, size_t plen, uint8_t* buf, size_t cap, size_t* len) {
     GUARD();
     return react_go_pattern_layout((uint8_t*)pattern, plen, buf, cap, len);
+}
+
+int react_tuner_settings(uint8_t* buf, size_t cap, size_t* len) {
+    GUARD();
+    return react_go_tuner_settings(buf, cap, len);
 }
 
 int react_tuner_create(const uint8_t* pattern, size_t len, double message_bytes,

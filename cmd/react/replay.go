@@ -16,6 +16,24 @@ import (
 	"github.com/react-torch/react-torch/pkg/wire"
 )
 
+// settingFlag is the flag of one tuner setting, named by tuner.Config's
+// JSON name, the spelling libreact, react_torch and scenario files use.
+type settingFlag struct {
+	cfg *tuner.Config
+	st  tuner.Setting
+}
+
+func (f settingFlag) String() string {
+	if f.cfg == nil || f.st.Default == false { // flag shows no default equal to a zero value's
+		return ""
+	}
+	return fmt.Sprint(f.st.Default)
+}
+
+func (f settingFlag) Set(text string) error { return f.cfg.Set(f.st.Name, text) }
+
+func (f settingFlag) IsBoolFlag() bool { return f.st.Type == "bool" }
+
 // runReplay feeds a recorded FCT log through the tuner offline, so that its
 // decisions can be inspected without a cluster.
 func runReplay(e *env, args []string) int {
@@ -24,25 +42,11 @@ func runReplay(e *env, args []string) int {
 	logPath := fs.String("fcts", "", "FCT log, JSON lines (see package wire); - reads stdin")
 	msgBytes := fs.Float64("bytes", 0, "message size in bytes (default: the log's bytes of flow 0 over its fraction)")
 	format := fs.String("format", "text", "output: text or json")
-	d := tuner.DefaultConfig()
-	cfg := d
-	fs.StringVar(&cfg.Model, "model", d.Model, "the loop: react (the link model judges) or paper (Algorithm 1)")
-	fs.BoolVar(&cfg.Stepped, "stepped", d.Stepped, "react: the log comes from react_torch's stepped executor")
-	fs.Float64Var(&cfg.MinGain, "min-gain", d.MinGain, "react: minimum predicted speed-up of a change")
-	fs.Float64Var(&cfg.Confidence, "confidence", d.Confidence, "react: one-sided level at which a change's gain must be significant")
-	fs.IntVar(&cfg.B, "B", d.B, "batch size, epochs per decision")
-	fs.Float64Var(&cfg.Delta1, "delta1", d.Delta1, "steady-congestion threshold")
-	fs.Float64Var(&cfg.Delta2, "delta2", d.Delta2, "erratic-congestion threshold")
-	fs.IntVar(&cfg.Kt, "kt", d.Kt, "transforms estimated per exploration")
-	fs.IntVar(&cfg.KtGrowth, "kt-growth", d.KtGrowth, "Kt added after each exploring batch without gain")
-	fs.Float64Var(&cfg.Epsilon, "epsilon", d.Epsilon, "minimum estimated gain to accept a transform")
-	fs.IntVar(&cfg.H, "H", d.H, "history length, epochs")
-	fs.IntVar(&cfg.EMax, "emax", d.EMax, "exploring batches without gain before exploration stops")
-	fs.IntVar(&cfg.AMax, "amax", d.AMax, "transforms accepted per batch")
-	fs.Float64Var(&cfg.TauR, "taur", d.TauR, "observed gain required to keep a change")
-	fs.IntVar(&cfg.Lag, "lag", d.Lag, "epochs from a decision to its pattern taking effect")
-	fs.Uint64Var(&cfg.Seed, "seed", d.Seed, "random seed")
-	const synopsis = "--pattern P.json --fcts LOG [--bytes N] [--format text|json] [tuner flags]"
+	cfg := tuner.DefaultConfig()
+	for _, st := range tuner.Settings() {
+		fs.Var(settingFlag{&cfg, st}, st.Name, st.Help)
+	}
+	const synopsis = "--pattern P.json --fcts LOG [--bytes N] [--format text|json] [--Setting value ...]"
 	if code, done := parseFlags(e, fs, args, synopsis); done {
 		return code
 	}

@@ -104,6 +104,7 @@ func TestReplayErrors(t *testing.T) {
 		{"bad format", []string{"--pattern", pat, "--fcts", log, "--format", "xml"}, "", `unknown --format "xml"`},
 		{"bad config", []string{"--pattern", pat, "--fcts", log, "--B", "0"}, "", "B = 0"},
 		{"H below B", []string{"--pattern", pat, "--fcts", log, "--B", "8", "--H", "4"}, "", "H = 4"},
+		{"setting of the wrong type", []string{"--pattern", pat, "--fcts", log, "--Lag", "soon"}, "", `invalid value "soon" for flag -Lag: tuner config: Lag = soon, want an integer`},
 		{"stray argument", []string{"--pattern", pat, "--fcts", log, "x"}, "", `unexpected argument "x"`},
 		{"no such log", []string{"--pattern", pat, "--fcts", filepath.Join(dir, "nope")}, "", "no such file"},
 		{"malformed json", []string{"--pattern", pat, "--fcts", bad("json.jsonl", lines[0]+"{\"epoch\": 0,\n")}, "", "line 2: malformed JSON"},
@@ -127,7 +128,7 @@ func TestReplayErrors(t *testing.T) {
 	if code, _, stderr := runArgs([]string{"replay", "--pattern", pat, "--fcts", noBytes, "--bytes", "1048576"}, ""); code != 0 {
 		t.Fatalf("--bytes given: exit %d, stderr:\n%s", code, stderr)
 	}
-	if code, stdout, _ := runArgs([]string{"replay", "-h"}, ""); code != 0 || !strings.Contains(stdout, "-kt-growth") {
+	if code, stdout, _ := runArgs([]string{"replay", "-h"}, ""); code != 0 || !strings.Contains(stdout, "-KtGrowth") {
 		t.Fatalf("replay -h: exit %d, stdout:\n%s", code, stdout)
 	}
 }
@@ -141,8 +142,8 @@ func TestGoldenReplay(t *testing.T) {
 		elapsed bool
 		args    []string
 	}{
-		{"replay-tree4.golden", pattern.TreeAllReduce(4), 12, 1, false, []string{"--B", "3", "--H", "6", "--lag", "2"}},
-		{"replay-tree8.golden", pattern.TreeAllReduce(8), 20, 1, false, []string{"--B", "4", "--lag", "2", "--kt", "4"}},
+		{"replay-tree4.golden", pattern.TreeAllReduce(4), 12, 1, false, []string{"--B", "3", "--H", "6", "--Lag", "2"}},
+		{"replay-tree8.golden", pattern.TreeAllReduce(8), 20, 1, false, []string{"--B", "4", "--Lag", "2", "--Kt", "4"}},
 		{"replay-tree4-elapsed.golden", pattern.TreeAllReduce(4), 9, 1, true, []string{"--B", "3", "--H", "6"}},
 		{"replay-ring4-uniform.golden", pattern.RingAllReduce(4), 9, -1, false, []string{"--B", "3", "--H", "6"}},
 	}

@@ -394,35 +394,12 @@ func (in *instance) newSim(external, failures bool) *netsim.Sim {
 	return s
 }
 
-func (t *TunerSpec) config(seed uint64) tuner.Config {
+// config is the tuner's configuration for a job whose drawn seed is seed.
+func (t TunerSpec) config(seed uint64) (tuner.Config, error) {
 	c := tuner.DefaultConfig()
 	c.Seed = seed
-	if t.Model != "" {
-		c.Model = t.Model
+	if err := c.Override(t); err != nil {
+		return c, err
 	}
-	setI := func(dst *int, v *int) {
-		if v != nil {
-			*dst = *v
-		}
-	}
-	setF := func(dst *float64, v *float64) {
-		if v != nil {
-			*dst = *v
-		}
-	}
-	setI(&c.B, t.B)
-	setF(&c.Delta1, t.Delta1)
-	setF(&c.Delta2, t.Delta2)
-	setI(&c.Kt, t.Kt)
-	setI(&c.KtGrowth, t.KtGrowth)
-	setF(&c.Epsilon, t.Epsilon)
-	setI(&c.H, t.H)
-	setI(&c.EMax, t.EMax)
-	setI(&c.AMax, t.AMax)
-	setF(&c.TauR, t.TauR)
-	setI(&c.Lag, t.Lag)
-	if t.Seed != nil {
-		c.Seed = *t.Seed
-	}
-	return c
+	return c, c.Validate()
 }

@@ -232,12 +232,9 @@ func (o *OracleSpec) check() error {
 	return nil
 }
 
-func (t *TunerSpec) check() error {
-	cfg := t.config(0)
-	if err := cfg.Validate(); err != nil {
-		return err
-	}
-	return nil
+func (t TunerSpec) check() error {
+	_, err := t.config(0)
+	return err
 }
 
 // reservedNames are the columns every table has; a compared run may not

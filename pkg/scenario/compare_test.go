@@ -9,27 +9,34 @@ import (
 )
 
 func TestTunerSpecOver(t *testing.T) {
-	i := func(v int) *int { return &v }
-	f := func(v float64) *float64 { return &v }
-	base := TunerSpec{Model: tuner.ModelPaper, B: i(8), H: i(80), Epsilon: f(0.02), Lag: i(3)}
+	spec := func(src string) TunerSpec {
+		var ts TunerSpec
+		if err := json.Unmarshal([]byte(src), &ts); err != nil {
+			t.Fatal(err)
+		}
+		return ts
+	}
+	base := spec(`{"Model": "paper", "B": 8, "H": 80, "Epsilon": 0.02, "Lag": 3}`)
 	tests := []struct {
 		name string
 		t    TunerSpec
 		want func(c tuner.Config) bool
 	}{
 		{"empty takes everything", TunerSpec{}, func(c tuner.Config) bool {
-			return c.Model == tuner.ModelPaper && c.B == 8 && c.H == 80 && c.Epsilon == 0.02 && c.Lag == 3
+			return c.Model == tuner.ModelPaper && c.B == 8 && c.H == 80 && c.Epsilon == 0.02 && c.Lag == 3 && c.Seed == 1
 		}},
-		{"own fields win", TunerSpec{Model: tuner.ModelReact, B: i(4), TauR: f(0.01)}, func(c tuner.Config) bool {
-			return c.Model == tuner.ModelReact && c.B == 4 && c.H == 80 && c.TauR == 0.01 && c.Lag == 3
+		{"own fields win", spec(`{"Model": "react", "B": 4, "TauR": 0.01, "Seed": 7}`), func(c tuner.Config) bool {
+			return c.Model == tuner.ModelReact && c.B == 4 && c.H == 80 && c.TauR == 0.01 && c.Lag == 3 && c.Seed == 7
 		}},
 	}
 	for _, tt := range tests {
-		o := tt.t.over(base)
-		c := o.config(1)
-		if !tt.want(c) {
-			t.Errorf("%s: config %+v", tt.name, c)
+		c, err := tt.t.over(base).config(1)
+		if err != nil || !tt.want(c) {
+			t.Errorf("%s: config %+v, %v", tt.name, c, err)
 		}
+	}
+	if len(base) != 5 {
+		t.Errorf("over changed its base: %v", base)
 	}
 }
 
@@ -39,7 +46,7 @@ func TestTunerSpecOver(t *testing.T) {
 func TestCompare(t *testing.T) {
 	src := edit(t, fig1, func(m map[string]any) {
 		m["epochs"], m["measure_after"] = 60, 20
-		m["tuner"] = map[string]any{"model": "paper"}
+		m["tuner"] = map[string]any{"Model": "paper"}
 		m["noise"] = map[string]any{"sigma": 0.05, "rank_sigma": 0.1, "period": 7}
 		m["compare"] = []any{
 			map[string]any{"name": "same", "tuner": map[string]any{}},

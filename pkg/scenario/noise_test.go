@@ -136,7 +136,7 @@ const quiet = `{
   "format": "react.scenario/v1", "name": "quiet",
   "topology": {"kind": "star", "hosts": 8}, "epochs": 100, "measure_after": 25, "seed": 1,
   "jobs": [{"name": "tree8", "op": "allreduce", "algo": "tree", "ranks": 8, "bytes": 20e6}],
-  "tuner": {"model": "paper"},
+  "tuner": {"Model": "paper"},
   "oracle": {"off": true}
 }`
 

@@ -114,7 +114,10 @@ func (in *instance) react(sim *netsim.Sim, tuned []int, spec TunerSpec) (*reactR
 		changes: make([]int, n), kept: make([]int, n), reverted: make([]int, n), decisions: make([][]Decision, n)}
 	seeds := caseRand(in.seed, streamTuner)
 	for _, j := range tuned {
-		cfg := spec.config(seeds.Uint64() + uint64(j))
+		cfg, err := spec.config(seeds.Uint64() + uint64(j))
+		if err != nil {
+			return nil, err // checked in Decode
+		}
 		tu, err := tuner.New(cfg, in.patterns[j], in.sc.Jobs[j].Bytes)
 		if err != nil {
 			return nil, fmt.Errorf("job %s: %w", in.sc.Jobs[j].Name, err)

@@ -133,7 +133,9 @@ func TestDecodeErrors(t *testing.T) {
 		}), `unknown node "h99"`},
 		{"failure scope", edit(t, fig1, func(m map[string]any) { m["failures"] = []any{map[string]any{"capacity": 1e9, "scope": "core"}} }), `scope "core"`},
 		{"tuner", edit(t, fig1, func(m map[string]any) { m["tuner"] = map[string]any{"B": 0} }), "tuner: tuner config: B = 0"},
-		{"tuner model", edit(t, fig1, func(m map[string]any) { m["tuner"] = map[string]any{"model": "best"} }), `tuner: tuner config: Model = "best", want "react" or "paper"`},
+		{"tuner model", edit(t, fig1, func(m map[string]any) { m["tuner"] = map[string]any{"Model": "best"} }), `tuner: tuner config: Model = "best", want "react" or "paper"`},
+		{"tuner old name", edit(t, fig1, func(m map[string]any) { m["tuner"] = map[string]any{"kt_growth": 3} }), `tuner: tuner config: unknown setting "kt_growth" (did you mean "KtGrowth"?)`},
+		{"tuner type", edit(t, fig1, func(m map[string]any) { m["tuner"] = map[string]any{"Lag": "soon"} }), `tuner: tuner config: Lag = "soon", want an integer`},
 		{"noise sigma", edit(t, fig1, func(m map[string]any) { m["noise"] = map[string]any{"sigma": -0.1} }), "noise: sigma = -0.1, want in [0, 4]"},
 		{"noise rank_sigma", edit(t, fig1, func(m map[string]any) { m["noise"] = map[string]any{"rank_sigma": 5, "period": 2} }), "noise: rank_sigma = 5"},
 		{"noise period", edit(t, fig1, func(m map[string]any) { m["noise"] = map[string]any{"rank_sigma": 0.3} }), "noise: period = 0 epochs with rank_sigma = 0.3, want >= 1"},
@@ -152,7 +154,7 @@ func TestDecodeErrors(t *testing.T) {
 		}), `compare[1]: name "paper" used twice`},
 		{"compare variant name", edit(t, fig1, func(m map[string]any) { m["compare"] = []any{map[string]any{"name": "no congestion"}} }), `compare[0]: name "no congestion" is also variants[0]'s`},
 		{"compare tuner", edit(t, fig1, func(m map[string]any) {
-			m["compare"] = []any{map[string]any{"name": "p", "tuner": map[string]any{"model": "x"}}}
+			m["compare"] = []any{map[string]any{"name": "p", "tuner": map[string]any{"Model": "x"}}}
 		}), `compare[0] (p): tuner: tuner config: Model = "x"`},
 		{"compare tuner with the scenario's", edit(t, fig1, func(m map[string]any) {
 			m["tuner"] = map[string]any{"H": 10}

@@ -1,7 +1,9 @@
 package scenario
 
 import (
+	"encoding/json"
 	"fmt"
+	"maps"
 
 	"github.com/react-torch/react-torch/pkg/pattern"
 	"github.com/react-torch/react-torch/pkg/ten"
@@ -113,57 +115,26 @@ type LinkRef struct {
 	To   string `json:"to"`
 }
 
-// TunerSpec overrides fields of tuner.DefaultConfig for every tuned job.
-type TunerSpec struct {
-	// Model is the tuner's judge: tuner.ModelReact or tuner.ModelPaper
-	// (the paper's Algorithm 1, kept for comparison); default the tuner's.
-	Model    string   `json:"model,omitempty"`
-	B        *int     `json:"B,omitempty"`
-	Delta1   *float64 `json:"delta1,omitempty"`
-	Delta2   *float64 `json:"delta2,omitempty"`
-	Kt       *int     `json:"kt,omitempty"`
-	KtGrowth *int     `json:"kt_growth,omitempty"`
-	Epsilon  *float64 `json:"epsilon,omitempty"`
-	H        *int     `json:"H,omitempty"`
-	EMax     *int     `json:"emax,omitempty"`
-	AMax     *int     `json:"amax,omitempty"`
-	TauR     *float64 `json:"taur,omitempty"`
-	Lag      *int     `json:"lag,omitempty"`
-	// Seed fixes the tuners' seed; by default it is drawn from the case's.
-	Seed *uint64 `json:"seed,omitempty"`
-}
+// TunerSpec sets tuner settings for every tuned job, by tuner.Config's JSON
+// names ({"Model": "paper", "B": 8}); the others keep tuner.DefaultConfig's,
+// except Seed, which by default each job draws from the case's seed.
+type TunerSpec map[string]json.RawMessage
 
-// over returns t with the fields it leaves unset taken from base.
+// over returns t with the settings it leaves unset taken from base.
 func (t TunerSpec) over(base TunerSpec) TunerSpec {
-	if t.Model == "" {
-		t.Model = base.Model
+	o := maps.Clone(base)
+	if o == nil {
+		o = TunerSpec{}
 	}
-	pick := func(a, b *int) *int {
-		if a != nil {
-			return a
-		}
-		return b
-	}
-	pickF := func(a, b *float64) *float64 {
-		if a != nil {
-			return a
-		}
-		return b
-	}
-	t.B, t.Kt, t.KtGrowth, t.H = pick(t.B, base.B), pick(t.Kt, base.Kt), pick(t.KtGrowth, base.KtGrowth), pick(t.H, base.H)
-	t.EMax, t.AMax, t.Lag = pick(t.EMax, base.EMax), pick(t.AMax, base.AMax), pick(t.Lag, base.Lag)
-	t.Delta1, t.Delta2, t.Epsilon, t.TauR = pickF(t.Delta1, base.Delta1), pickF(t.Delta2, base.Delta2), pickF(t.Epsilon, base.Epsilon), pickF(t.TauR, base.TauR)
-	if t.Seed == nil {
-		t.Seed = base.Seed
-	}
-	return t
+	maps.Copy(o, t)
+	return o
 }
 
 // CompareSpec is one more REACT run of every case, beside the main one,
 // with other tuner settings (Tuner overrides the scenario's tuner block),
 // so that a table shows two tuners side by side on the same congestion,
 // the same port draws and the same measurement noise: for example the
-// paper's algorithm, {"name": "paper", "tuner": {"model": "paper"}}. The
+// paper's algorithm, {"name": "paper", "tuner": {"Model": "paper"}}. The
 // tuners' seeds are drawn as the main run's are.
 type CompareSpec struct {
 	Name  string    `json:"name"`

@@ -5,10 +5,11 @@ package tuner_test
 // "----". Run `go test ./pkg/tuner -run TestDataDriven -rewrite` to
 // rewrite the expected output after a deliberate change, and read the diff.
 //
-//	pattern op=allreduce algo=tree ranks=8 bytes=20e6 model=paper [root=R] [B=6 lag=5 seed=1 Kt= KtGrowth= eps= tauR= H= EMax= AMax= delta1= delta2=]
+//	pattern op=allreduce algo=tree ranks=8 bytes=20e6 Model=paper [root=R] [B=6 Lag=5 Seed=1 KtGrowth=7 ...]
 //	    a new tuner at epoch 0 on the generated pattern, with DefaultConfig
-//	    and the overrides given; model= is required, so that every file
-//	    says which judge it holds to. Clears congestion and noise.
+//	    and the settings given by their JSON names (Config.Set); Model= is
+//	    required, so that every file says which judge it holds to. Clears
+//	    congestion and noise.
 //	congest rank=3 dir=in|out|both factor=2 [from=30] [to=80]
 //	    from epoch from (default 0) until before epoch to (default never),
 //	    flows into (out of, or both) rank 3 take factor times as long.
@@ -110,13 +111,20 @@ func (s *scenario) pattern(args map[string]string) (string, error) {
 	var opName, algo string
 	var ranks int
 	root := -1
+	dests := map[string]any{"op": &opName, "algo": &algo, "ranks": &ranks, "root": &root, "bytes": &s.bytes}
+	if _, ok := args["Model"]; !ok {
+		return "", fmt.Errorf("missing Model=")
+	}
 	cfg := tuner.DefaultConfig()
-	cfg.Model = ""
-	dests := map[string]any{"op": &opName, "algo": &algo, "ranks": &ranks, "root": &root, "bytes": &s.bytes,
-		"model": &cfg.Model, "B": &cfg.B, "lag": &cfg.Lag, "seed": &cfg.Seed, "Kt": &cfg.Kt, "KtGrowth": &cfg.KtGrowth,
-		"eps": &cfg.Epsilon, "tauR": &cfg.TauR, "H": &cfg.H, "EMax": &cfg.EMax, "AMax": &cfg.AMax,
-		"delta1": &cfg.Delta1, "delta2": &cfg.Delta2}
-	if err := scan(args, dests, "op", "algo", "ranks", "bytes", "model"); err != nil {
+	for k, v := range args {
+		if _, ok := dests[k]; !ok {
+			if err := cfg.Set(k, v); err != nil {
+				return "", err
+			}
+			delete(args, k)
+		}
+	}
+	if err := scan(args, dests, "op", "algo", "ranks", "bytes"); err != nil {
 		return "", err
 	}
 	op, err := ten.ParseOp(opName)
@@ -131,7 +139,7 @@ func (s *scenario) pattern(args map[string]string) (string, error) {
 		return "", err
 	}
 	s.epoch, s.congest, s.noise = 0, nil, nil
-	return fmt.Sprintf("%s/%s: %d ranks, %d chunks, %d flows, %d steps; model=%s B=%d lag=%d seed=%d",
+	return fmt.Sprintf("%s/%s: %d ranks, %d chunks, %d flows, %d steps; Model=%s B=%d Lag=%d Seed=%d",
 		op, p.Algo, p.Ranks, p.Chunks(), len(p.Flows), p.Steps(), cfg.Model, cfg.B, cfg.Lag, cfg.Seed), nil
 }
 

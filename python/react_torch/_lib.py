@@ -63,6 +63,7 @@ def _declare(lib: ctypes.CDLL) -> None:
         "react_pattern_generate": ([c.c_char_p, c.c_char_p, c.c_int, c.c_int, u8p, c.c_size_t, sizep], c.c_int),
         "react_pattern_check": ([u8p, c.c_size_t], c.c_int),
         "react_pattern_layout": ([u8p, c.c_size_t, u8p, c.c_size_t, sizep], c.c_int),
+        "react_tuner_settings": ([u8p, c.c_size_t, sizep], c.c_int),
         "react_tuner_create": ([u8p, c.c_size_t, c.c_double, c.c_char_p, c.POINTER(c.c_uint64)], c.c_int),
         "react_tuner_close": ([c.c_uint64], c.c_int),
         "react_tuner_reset": ([c.c_uint64], c.c_int),
@@ -93,7 +94,7 @@ def lib() -> ctypes.CDLL:
 
             from . import config
 
-            cfg = config.from_env()
+            cfg = config.own_settings()  # not from_env: the tuner's settings come from this library
             path = library_path()
             handle = ctypes.CDLL(path)
             try:
@@ -154,6 +155,14 @@ def pattern_layout(data: bytes) -> bytes:
     lb = lib()
     src, ln = _buf(data)
     return _sized(lambda b, c, n: lb.react_pattern_layout(src, ln, b, c, n), "pattern layout")
+
+
+def tuner_settings() -> list:
+    """The tuner's settings: [{"name", "type", "default", "help"}, ...]."""
+    import json
+
+    lb = lib()
+    return json.loads(_sized(lambda b, c, n: lb.react_tuner_settings(b, c, n), "tuner settings"))
 
 
 class Tuner:

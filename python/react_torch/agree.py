@@ -98,7 +98,7 @@ def settings(cfg: config.Config, size: int, ctrl: Optional[dist.ProcessGroup]) -
         for r, e in enumerate(every):
             vals.setdefault(repr(e["shared"][k]), []).append(r)
         if len(vals) > 1:
-            differ.append(f"{config._FIELDS[k][0]} is " + ", ".join(f"{v} on {_ranks(rs, size)}" for v, rs in vals.items()))
+            differ.append(f"{config.variable(k)} is " + ", ".join(f"{v} on {_ranks(rs, size)}" for v, rs in vals.items()))
     if differ:
         raise ValueError("react_torch: the ranks of a react group must share these settings: " + "; ".join(differ))
 

@@ -1,7 +1,9 @@
 """react_torch configuration: environment variables (REACT_*) and configure().
 
-Every tuner parameter of the paper is reachable; names follow the Go tuner's
-Config (pkg/tuner/config.go), which documents what each one means.
+react_torch's own settings are listed here. The tuner's are Go's
+(pkg/tuner/config.go): their names, types, defaults and help come from
+libreact at run time (react_tuner_settings), never copied here; a Config
+holds only those the user set, and those alone reach the tuner.
 """
 
 from __future__ import annotations
@@ -10,11 +12,11 @@ import dataclasses
 import logging
 import os
 import re
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 log = logging.getLogger("react_torch")
 
-# name of the field -> (environment variable, type, default, help)
+# react_torch's own settings: name -> (environment variable, type, default, help)
 _FIELDS = {
     "tune": ("REACT_TUNE", bool, True, "run the tuner; 0 keeps the static patterns"),
     "algo_allreduce": ("REACT_ALGO_ALLREDUCE", str, "tree", "tree, ring or halving_doubling"),
@@ -31,24 +33,40 @@ _FIELDS = {
     "min_calls": ("REACT_MIN_CALLS", int, 3, "a key is tuned only from its this-many-th call on"),
     "check_calls": ("REACT_CHECK_CALLS", bool, False, "compare every rank's call (op, dtype, count, epoch, version) before its data moves; a mismatch fails on every rank (default: on with TORCH_DISTRIBUTED_DEBUG=DETAIL, as Gloo's own check; it costs 20-40% of a 1 MB AllReduce on 4 CPU ranks here)"),
     "test_slow_rank": ("REACT_TEST_SLOW_RANK", int, -1, "test hook: the leader multiplies the FCTs of flows into this rank by 4 before the tuner sees them"),
-    "Model": ("REACT_MODEL", str, "react", "the tuner's loop: react (a link model learned from the FCTs judges whole patterns) or paper (the paper's Algorithm 1)"),
-    "MinGain": ("REACT_MIN_GAIN", float, 0.01, "react: minimum predicted speed-up of a change"),
-    "Confidence": ("REACT_CONFIDENCE", float, 0.95, "react: one-sided level at which a change's observed gain must be significant to keep it"),
-    "B": ("REACT_B", int, 6, "epochs per batch"),
-    "Delta1": ("REACT_DELTA1", float, 0.2, "paper: steady congestion threshold"),
-    "Delta2": ("REACT_DELTA2", float, 0.15, "paper: erratic congestion threshold"),
-    "Kt": ("REACT_KT", int, 15, "paper: transforms tried per batch"),
-    "KtGrowth": ("REACT_KT_GROWTH", int, 5, "paper: added to Kt after a fruitless batch"),
-    "Epsilon": ("REACT_EPSILON", float, 0.05, "paper: minimum estimated gain of a transform"),
-    "H": ("REACT_H", int, 60, "epochs of FCT history kept"),
-    "EMax": ("REACT_EMAX", int, 5, "paper: fruitless batches before exploration stops"),
-    "AMax": ("REACT_AMAX", int, 4, "swaps in one change"),
-    "TauR": ("REACT_TAUR", float, 0.05, "paper: observed gain needed to keep a change"),
-    "Lag": ("REACT_LAG", int, 5, "epochs between a decision and the switch"),
-    "Seed": ("REACT_SEED", int, 1, "tuner's random seed"),
 }
 
-_TUNER_KEYS = ("Model", "MinGain", "Confidence", "B", "Delta1", "Delta2", "Kt", "KtGrowth", "Epsilon", "H", "EMax", "AMax", "TauR", "Lag", "Seed")
+# Tuner settings the package sets, not the user: the executor runs each
+# rank's steps in order and times a flow from the receiver's step start, and
+# the link model must replay it so.
+_FIXED = {"Stepped": True}
+
+_TYPES = {"int": int, "float": float, "string": str, "bool": bool}
+
+# The tuner's settings, name -> (type, default, help), read once per process
+# (a forked child keeps them: it cannot call Go).
+_tuner: Optional[Dict[str, Tuple[type, Any, str]]] = None
+
+
+def tuner_settings() -> Dict[str, Tuple[type, Any, str]]:
+    """The tuner's settings a user may set, as libreact lists them, in Go's
+    order: name -> (type, default, help)."""
+    global _tuner
+    if _tuner is None:
+        from . import _lib
+
+        _tuner = {s["name"]: (_TYPES[s["type"]], _TYPES[s["type"]](s["default"]), s["help"])
+                  for s in _lib.tuner_settings() if s["name"] not in _FIXED}
+    return _tuner
+
+
+def variable(name: str) -> str:
+    """A setting's environment variable. A tuner setting's is REACT_ and its
+    name in upper case, with an underscore where a word of two or more
+    letters starts: KtGrowth is REACT_KT_GROWTH, TauR REACT_TAUR, EMax
+    REACT_EMAX."""
+    if name in _FIELDS:
+        return _FIELDS[name][0]
+    return "REACT_" + re.sub(r"([a-z])([A-Z][a-z])", r"\1_\2", name).upper()
 
 
 @dataclasses.dataclass
@@ -68,26 +86,23 @@ class Config:
     min_calls: int = 3
     check_calls: bool = False
     test_slow_rank: int = -1
-    Model: str = "react"
-    MinGain: float = 0.01
-    Confidence: float = 0.95
-    B: int = 6
-    Delta1: float = 0.2
-    Delta2: float = 0.15
-    Kt: int = 15
-    KtGrowth: int = 5
-    Epsilon: float = 0.05
-    H: int = 60
-    EMax: int = 5
-    AMax: int = 4
-    TauR: float = 0.05
-    Lag: int = 5
-    Seed: int = 1
+    # the tuner settings the user set (REACT_ variables, configure()), by
+    # the tuner's names; the others are libreact's defaults
+    tuner_set: Dict[str, Any] = dataclasses.field(default_factory=dict)
 
     def tuner_json(self) -> Dict[str, Any]:
-        # the executor runs each rank's steps in order and times a flow from
-        # the receiver's step start: the link model must replay it so
-        return {**{k: getattr(self, k) for k in _TUNER_KEYS}, "Stepped": True}
+        """What the tuner is told: only what was set, so that a default
+        stays Go's."""
+        return {**self.tuner_set, **_FIXED}
+
+    def __getattr__(self, name: str) -> Any:
+        # a tuner setting (cfg.Lag) reads as set, else as libreact's default
+        if name.startswith("_") or name == "tuner_set" or name in _FIELDS:
+            raise AttributeError(name)
+        s = tuner_settings().get(name)
+        if s is None:
+            raise AttributeError(f"react_torch Config has no setting {name!r}")
+        return self.tuner_set.get(name, s[1])
 
     def algo(self, op: str) -> str:
         return getattr(self, "algo_" + op)
@@ -112,17 +127,10 @@ def _parse(name: str, var: str, typ: type, raw: str) -> Any:
 _warned: set = set()
 
 
-def from_env(env: Optional[Dict[str, str]] = None) -> Config:
-    """Builds a Config from REACT_* variables. A REACT_ variable it does not
-    know is ignored with a warning (once per name): the prefix is not ours
-    alone, and a training job must not die of another program's setting.
-    A known variable with a value of the wrong type is an error."""
+def own_settings(env: Optional[Dict[str, str]] = None) -> Config:
+    """A Config of react_torch's own REACT_* variables alone; the loader
+    reads its settings so, before it can ask libreact for the tuner's."""
     env = os.environ if env is None else env
-    known = {var for var, _, _, _ in _FIELDS.values()} | {"REACT_LIBRARY"}
-    unknown = sorted(k for k in env if k.startswith("REACT_") and k not in known and k not in _warned)
-    if unknown:
-        _warned.update(unknown)
-        log.warning("react_torch: ignoring unknown environment variable(s) %s: not react_torch settings (README lists those)", ", ".join(unknown))
     cfg = Config()
     # like torch's own collective checks: on when the user asks torch for them
     cfg.check_calls = env.get("TORCH_DISTRIBUTED_DEBUG", "").upper() == "DETAIL"
@@ -132,17 +140,47 @@ def from_env(env: Optional[Dict[str, str]] = None) -> Config:
     return cfg
 
 
+def from_env(env: Optional[Dict[str, str]] = None) -> Config:
+    """Builds a Config from REACT_* variables. A REACT_ variable it does not
+    know is ignored with a warning (once per name): the prefix is not ours
+    alone, and a training job must not die of another program's setting.
+    A known variable with a value of the wrong type is an error. libreact is
+    asked for the tuner's settings only when some variable is not
+    react_torch's own."""
+    env = os.environ if env is None else env
+    cfg = own_settings(env)
+    own = {var for var, _, _, _ in _FIELDS.values()} | {"REACT_LIBRARY"}
+    rest = sorted(k for k in env if k.startswith("REACT_") and k not in own)
+    if not rest:
+        return cfg
+    tuner = {variable(name): (name, typ) for name, (typ, _, _) in tuner_settings().items()}
+    unknown = [k for k in rest if k not in tuner and k not in _warned]
+    if unknown:
+        _warned.update(unknown)
+        log.warning("react_torch: ignoring unknown environment variable(s) %s: not react_torch settings (README lists those)", ", ".join(unknown))
+    for var in rest:
+        if var in tuner:
+            name, typ = tuner[var]
+            cfg.tuner_set[name] = _parse(name, var, typ, env[var])
+    return cfg
+
+
 def replace(cfg: Config, **kw: Any) -> Config:
-    """Returns cfg with fields replaced; an unknown name is an error."""
-    bad = sorted(k for k in kw if k not in _FIELDS)
-    if bad:
-        raise ValueError(f"react_torch: unknown option(s) {', '.join(bad)}; known: {', '.join(sorted(_FIELDS))}")
-    return dataclasses.replace(cfg, **kw)
+    """Returns cfg with settings replaced, react_torch's or the tuner's; an
+    unknown name is an error."""
+    own = {k: v for k, v in kw.items() if k in _FIELDS}
+    tuner = {k: v for k, v in kw.items() if k not in _FIELDS}
+    if tuner:
+        known = tuner_settings()
+        bad = sorted(k for k in tuner if k not in known)
+        if bad:
+            raise ValueError(f"react_torch: unknown option(s) {', '.join(bad)}; known: {', '.join(sorted([*_FIELDS, *known]))}")
+    return dataclasses.replace(cfg, **own, tuner_set={**cfg.tuner_set, **tuner})
 
 
 def _show(name: str, cfg: Config) -> str:
     """How a setting reads in an error: its variable and value."""
-    return f"{_FIELDS[name][0]}={getattr(cfg, name)!r}"
+    return f"{variable(name)}={getattr(cfg, name)!r}"
 
 
 # REACT_LOG_LEVEL -> capi/react.h's REACT_LOG_* (Go's levels start at -1).
@@ -187,7 +225,7 @@ def validate(cfg: Config, size: int) -> List[str]:
             _lib.Tuner(_lib.generate_pattern("allreduce", "ring", 2, -1), 1.0, json.dumps(cfg.tuner_json())).close()
         except _lib.ReactError as e:
             m = re.search(r"tuner config: (\w+) =", str(e))
-            what = _show(m.group(1), cfg) if m and m.group(1) in _FIELDS else "tuner settings"
+            what = _show(m.group(1), cfg) if m and m.group(1) in tuner_settings() else "tuner settings"
             bad.append(f"{what}: {_why(e)}")
     return bad
 
@@ -208,9 +246,12 @@ def shared(cfg: Config) -> Dict[str, Any]:
 
 
 def table() -> str:
-    """The README's table of environment variables."""
+    """The README's table of environment variables; the tuner's rows are
+    libreact's."""
     rows = ["| variable | default | meaning |", "| --- | --- | --- |"]
-    for name, (var, _, default, help_) in _FIELDS.items():
+    every = [(var, default, help_) for var, _, default, help_ in _FIELDS.values()]
+    every += [(variable(name), default, help_) for name, (_, default, help_) in tuner_settings().items()]
+    for var, default, help_ in every:
         shown = int(default) if isinstance(default, bool) else default
         rows.append(f"| `{var}` | {f'`{shown}`' if shown != '' else '(none)'} | {help_} |")
     return "\n".join(rows)

@@ -229,6 +229,30 @@ static void test_handles_unknown(void) {
     }
 }
 
+/* The settings name the keys config_json takes, each with its default. */
+static void test_settings(void) {
+    size_t need = 0, got = 0;
+    EXPECT(react_tuner_settings(NULL, 0, &need), REACT_E_SHORT, "buffer of 0 bytes");
+    CHECK(need > 0, "settings need %zu bytes", need);
+    EXPECT(react_tuner_settings(NULL, 0, NULL), REACT_E_ARG, "len must not be NULL");
+    char* js = malloc(need + 1);
+    EXPECT(react_tuner_settings((uint8_t*)js, need - 1, &got), REACT_E_SHORT, "needed");
+    EXPECT(react_tuner_settings((uint8_t*)js, need, &got), REACT_OK, "");
+    CHECK(got == need, "wrote %zu of %zu bytes", got, need);
+    js[got] = 0;
+    CHECK(js[0] == '[' && strstr(js, "{\"name\":\"KtGrowth\",\"type\":\"int\",\"default\":") != NULL, "settings: %s", js);
+    CHECK(strstr(js, "{\"name\":\"TauR\",\"type\":\"float\",\"default\":") != NULL, "settings: %s", js);
+    free(js);
+
+    /* a name react_tuner_settings gives is one config_json takes */
+    size_t plen;
+    uint8_t* pat = generate("allreduce", "tree", 8, -1, &plen);
+    uint64_t h = 0;
+    EXPECT(react_tuner_create(pat, plen, MSG, "{\"KtGrowth\": 5, \"TauR\": 0.05}", &h), REACT_OK, "");
+    EXPECT(react_tuner_close(h), REACT_OK, "");
+    free(pat);
+}
+
 static uint64_t create_tree8(uint8_t** pat, size_t* plen, pattern_view* v) {
     *pat = generate("allreduce", "tree", 8, -1, plen);
     read_pattern(*pat, *plen, v);
@@ -249,10 +273,12 @@ static void test_tuner(void) {
     EXPECT(react_tuner_create(pat, plen - 1, MSG, NULL, &h), REACT_E_INVALID, "");
     EXPECT(react_tuner_create(pat, plen, 0, NULL, &h), REACT_E_ARG, "message_bytes 0");
     EXPECT(react_tuner_create(pat, plen, NAN, NULL, &h), REACT_E_ARG, "message_bytes NaN");
-    EXPECT(react_tuner_create(pat, plen, MSG, "{\"Bee\": 6}", &h), REACT_E_INVALID, "unknown field");
+    EXPECT(react_tuner_create(pat, plen, MSG, "{\"Bee\": 6}", &h), REACT_E_INVALID, "unknown setting \"Bee\"");
+    EXPECT(react_tuner_create(pat, plen, MSG, "{\"kt_growth\": 6}", &h), REACT_E_INVALID, "did you mean \"KtGrowth\"?");
+    EXPECT(react_tuner_create(pat, plen, MSG, "{\"label\": 6}", &h), REACT_E_INVALID, "label = 6, want a string");
     EXPECT(react_tuner_create(pat, plen, MSG, "[6]", &h), REACT_E_INVALID, "not a JSON object");
     EXPECT(react_tuner_create(pat, plen, MSG, "{\"B\": 6} {}", &h), REACT_E_INVALID, "data after the object");
-    EXPECT(react_tuner_create(pat, plen, MSG, "{\"B\": \"six\"}", &h), REACT_E_INVALID, "config_json");
+    EXPECT(react_tuner_create(pat, plen, MSG, "{\"B\": \"six\"}", &h), REACT_E_INVALID, "config_json: tuner config: B = \"six\", want an integer");
     EXPECT(react_tuner_create(pat, plen, MSG, "{\"B\": 0}", &h), REACT_E_ARG, "B = 0");
     free(pat);
 
@@ -673,6 +699,7 @@ int main(int argc, char** argv) {
     test_limits();
     test_layout();
     test_handles_unknown();
+    test_settings();
     test_tuner();
     test_ring();
     test_cuda();

@@ -107,7 +107,7 @@ def test_fct_log_replays(tmp_path):
     react = os.path.join(ROOT, "build", "react")
     pat = subprocess.run([react, "pattern", "--op", "allreduce", "--algo", "tree", "--ranks", "4", "--format", "json"], check=True, capture_output=True)
     (tmp_path / "p.json").write_bytes(pat.stdout)
-    rep = subprocess.run([react, "replay", "--lag", "2", "--model", "paper", "--pattern", str(tmp_path / "p.json"), "--fcts", log], capture_output=True, text=True)
+    rep = subprocess.run([react, "replay", "--Lag", "2", "--Model", "paper", "--pattern", str(tmp_path / "p.json"), "--fcts", log], capture_output=True, text=True)
     assert rep.returncode == 0, rep.stderr
     # the log holds what the live tuner saw, so the replayed tuner makes the
     # live tuner's switches at the same epochs

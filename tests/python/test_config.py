@@ -15,6 +15,7 @@ def test_env_parses_known_variables():
 
 @pytest.mark.parametrize("env,words", [
     ({"REACT_LAG": "soon"}, ["REACT_LAG", "'soon'", "int"]),
+    ({"REACT_TAUR": "high"}, ["REACT_TAUR", "'high'", "float", "TauR"]),
     ({"REACT_TUNE": "maybe"}, ["REACT_TUNE", "bool"]),
 ])
 def test_env_errors_name_the_variable(env, words):
@@ -34,19 +35,48 @@ def test_configure_refuses_unknown_names():
         react_torch._overrides.clear()
 
 
-def test_defaults_are_the_go_tuners():
-    import os
-    import re
+def test_tuner_settings_come_from_libreact():
+    """The tuner's names, types and defaults are libreact's: a Config sends
+    only what was set, reads the rest as Go's defaults, and every name
+    libreact lists is one it takes back."""
+    import json
 
-    src = open(os.path.join(os.path.dirname(__file__), "..", "..", "pkg", "tuner", "config.go")).read()
-    body = re.search(r"func DefaultConfig\(\) Config \{\s*return Config\{([^}]*)\}", src).group(1)
-    go = {k: float(v) for k, v in re.findall(r"(\w+): ([0-9.]+)", body)}
-    py = config.Config().tuner_json()
-    assert py.pop("Stepped") is True  # a property of the executor, not a setting
-    assert py.pop("Model") == re.search(r"Model: Model(\w+)", body).group(1).lower()
-    assert set(go) == set(py)
-    for k, v in go.items():
-        assert float(py[k]) == v, k
+    from react_torch import _lib
+
+    listed = {s["name"]: s for s in _lib.tuner_settings()}
+    assert listed["Stepped"]["type"] == "bool"  # a property of the executor, not a setting
+    assert set(config.tuner_settings()) == set(listed) - {"Stepped"}
+    cfg = config.Config()
+    assert cfg.tuner_json() == {"Stepped": True}
+    pat = _lib.generate_pattern("allreduce", "ring", 2, -1)
+    for name, (typ, default, help_) in config.tuner_settings().items():
+        assert getattr(cfg, name) == listed[name]["default"] and isinstance(default, typ) and help_, name
+        _lib.Tuner(pat, 1.0, json.dumps({name: default})).close()
+
+
+def test_variables_keep_their_names():
+    """REACT_ and the name in upper case, an underscore where a word of two
+    or more letters starts: the variables users already set keep working."""
+    want = {"Model": "REACT_MODEL", "B": "REACT_B", "H": "REACT_H", "Kt": "REACT_KT", "KtGrowth": "REACT_KT_GROWTH",
+            "TauR": "REACT_TAUR", "EMax": "REACT_EMAX", "AMax": "REACT_AMAX", "Delta1": "REACT_DELTA1",
+            "MinGain": "REACT_MIN_GAIN", "Confidence": "REACT_CONFIDENCE", "Lag": "REACT_LAG", "Seed": "REACT_SEED"}
+    assert {k: config.variable(k) for k in want} == want
+    cfg = config.from_env({"REACT_KT_GROWTH": "7", "REACT_TAUR": "0.1", "REACT_EMAX": "3", "REACT_MODEL": "paper"})
+    assert cfg.tuner_json() == {"KtGrowth": 7, "TauR": 0.1, "EMax": 3, "Model": "paper", "Stepped": True}
+    assert config.validate(cfg, 4) == []
+
+
+def test_configure_sets_tuner_settings():
+    react_torch.configure(KtGrowth=7)
+    try:
+        cfg = config.replace(config.from_env({}), **react_torch._overrides)  # as _create builds it
+        assert (cfg.KtGrowth, cfg.tuner_json()) == (7, {"KtGrowth": 7, "Stepped": True})
+    finally:
+        react_torch._overrides.clear()
+    with pytest.raises(ValueError, match="unknown option.*kt_growth"):
+        react_torch.configure(kt_growth=7)
+    with pytest.raises(ValueError, match="unknown option.*Stepped"):
+        react_torch.configure(Stepped=False)
 
 
 def test_unknown_env_variable_warns_once(caplog):
@@ -72,6 +102,8 @@ def test_unknown_env_variable_warns_once(caplog):
     ({"min_calls": 0}, 4, ["REACT_MIN_CALLS=0"]),
     ({"log_level": 5}, 4, ["REACT_LOG_LEVEL=5", "4 (off)"]),
     ({"Model": "magic"}, 4, ["REACT_MODEL='magic'", "react", "paper"]),
+    ({"Lag": "2"}, 4, ["REACT_LAG='2'", "want an integer"]),
+    ({"KtGrowth": -1}, 4, ["REACT_KT_GROWTH=-1", "KtGrowth = -1, want >= 0"]),
     ({"algo_allreduce": "zigzag"}, 4, ["REACT_ALGO_ALLREDUCE='zigzag'", "tree, ring, halving_doubling"]),
     ({}, 2000, ["2000 ranks", "at most 1024 ranks"]),
     ({"tune": False, "Lag": 0}, 4, []),  # the tuner's settings do not matter untuned

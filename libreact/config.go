@@ -1,0 +1,58 @@
+package main
+
+/*
+#include "react.h"
+*/
+import "C"
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/react-torch/react-torch/pkg/tuner"
+)
+
+// parseConfig reads config_json: tuner settings by tuner.Config's JSON
+// names over DefaultConfig, and "label", a string for the logs.
+func parseConfig(s string) (tuner.Config, string, error) {
+	c := tuner.DefaultConfig()
+	trimmed := bytes.TrimLeft([]byte(s), " \t\r\n")
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		return c, "", errors.New("config_json is not a JSON object")
+	}
+	dec := json.NewDecoder(bytes.NewReader(trimmed))
+	var set map[string]json.RawMessage
+	if err := dec.Decode(&set); err != nil {
+		return c, "", fmt.Errorf("config_json: %w", err)
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return c, "", errors.New("config_json: data after the object")
+	}
+	var label string
+	if raw, ok := set["label"]; ok {
+		if err := json.Unmarshal(raw, &label); err != nil {
+			return c, "", fmt.Errorf("config_json: label = %s, want a string", raw)
+		}
+		delete(set, "label")
+	}
+	if err := c.Override(set); err != nil {
+		return c, "", fmt.Errorf("config_json: %w", err)
+	}
+	return c, label, nil
+}
+
+//export react_go_tuner_settings
+func react_go_tuner_settings(buf *C.uint8_t, cap C.size_t, n *C.size_t) (st C.int) {
+	defer guard(&st)
+	if n == nil {
+		return fail(C.REACT_E_ARG, "react_tuner_settings: len must not be NULL")
+	}
+	enc, err := json.Marshal(tuner.Settings())
+	if err != nil {
+		return fail(C.REACT_E_PANIC, "react_tuner_settings: %v", err)
+	}
+	return out(enc, buf, cap, n)
+}
