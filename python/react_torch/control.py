@@ -52,7 +52,7 @@ log = logging.getLogger("react_torch")
 # batches of the clock key to answer before any rank waits for it.
 DEPTH = 2
 # The time between exchanges that fast calls are batched up to (see _ready).
-EXCHANGE_S = 0.25
+EXCHANGE_S = 1.0
 
 Key = Tuple[str, str, int, int]  # (op, dtype, numel, root)
 
