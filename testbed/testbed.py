@@ -314,7 +314,8 @@ def run_bench(tb: Testbed, tune: bool, size: str, epochs: int, warmup: int, flow
             flow_procs.append(tb.popen(cns, [py, fpy, "send", "--host", sip, "--port", str(FLOW_PORT + j), "--duration", bound], base_env, lg, lg))
         time.sleep(2.0)  # let the flows fill the link
     master = tb.rank(0)[2]
-    args = ["-b", size, "-e", size, "--epochs", str(epochs), "--warmup", str(warmup), "--json", times_path]
+    # --block 1: the ranks line up before every call, as the table's runs always did
+    args = ["-b", size, "-e", size, "--epochs", str(epochs), "--warmup", str(warmup), "--block", "1", "--json", times_path]
     if not with_gloo:
         args.append("--no-baseline")
     ranks, outs = [], []
