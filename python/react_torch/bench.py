@@ -246,9 +246,20 @@ def main(argv=None):
                                 "ratio": ratio, "switches": sw or 0})
             sys.stdout.flush()
         size *= args.step_factor
+    control = {}
+    for name, g in zip(names, groups):
+        c = react_torch.control_stats(g)
+        if not c:
+            continue
+        waited = torch.tensor([float(c["waits"]), c["wait_s"]], dtype=torch.float64)
+        dist.all_reduce(waited, group=sync)
+        control[name] = {**c, "waits_all_ranks": int(waited[0]), "wait_s_all_ranks": float(waited[1])}
+        if rank == 0:
+            print(f"# {name}: {c['exchanges']} control exchanges, {c['control_messages']} control messages; epochs that waited for "
+                  f"the control plane: {int(waited[0])} ({float(waited[1]):.3f} s), all ranks")
     if rank == 0 and args.json:
         with open(args.json, "w") as f:
-            json.dump({"baseline": names[-1] if base else None, "results": results}, f, indent=1)
+            json.dump({"baseline": names[-1] if base else None, "results": results, "control": control}, f, indent=1)
     dist.destroy_process_group()
 
 
