@@ -61,7 +61,6 @@ def _declare(lib: ctypes.CDLL) -> None:
         "react_init": ([c.c_int, c.c_char_p, c.c_int], c.c_int),
         "react_last_error": ([c.c_char_p, c.c_size_t], c.c_int),
         "react_pattern_generate": ([c.c_char_p, c.c_char_p, c.c_int, c.c_int, u8p, c.c_size_t, sizep], c.c_int),
-        "react_pattern_check": ([u8p, c.c_size_t], c.c_int),
         "react_pattern_layout": ([u8p, c.c_size_t, u8p, c.c_size_t, sizep], c.c_int),
         "react_tuner_settings": ([u8p, c.c_size_t, sizep], c.c_int),
         "react_tuner_create": ([u8p, c.c_size_t, c.c_double, c.c_char_p, c.POINTER(c.c_uint64)], c.c_int),
@@ -130,14 +129,16 @@ def _buf(data: bytes):
     return (ctypes.c_uint8 * len(data)).from_buffer_copy(data), len(data)
 
 
-def _sized(call, what: str) -> bytes:
-    """Runs a call under the size-query protocol: NULL first, then the size asked for."""
+def _sized(call, what: str, guess: int = 0) -> bytes:
+    """Runs a call under the size-query protocol: a buffer of guess bytes
+    (NULL when 0) first, then the size asked for."""
     n = ctypes.c_size_t(0)
-    rc = call(None, 0, ctypes.byref(n))
-    if rc != E_SHORT and rc < 0:
-        _check(rc, what)
-    out = (ctypes.c_uint8 * max(n.value, 1))()
-    _check(call(out, n.value, ctypes.byref(n)), what)
+    out = (ctypes.c_uint8 * guess)() if guess else None
+    rc = call(out, guess, ctypes.byref(n))
+    if rc == E_SHORT:
+        out = (ctypes.c_uint8 * max(n.value, 1))()
+        rc = call(out, n.value, ctypes.byref(n))
+    _check(rc, what)
     return bytes(out[: n.value])
 
 
@@ -146,15 +147,14 @@ def generate_pattern(op: str, algo: str, ranks: int, root: int) -> bytes:
     return _sized(lambda b, c, n: lb.react_pattern_generate(op.encode(), algo.encode(), ranks, root, b, c, n), f"generate {op}/{algo} for {ranks} ranks")
 
 
-def check_pattern(data: bytes) -> None:
-    b, n = _buf(data)
-    _check(lib().react_pattern_check(b, n), "pattern check")
-
-
 def pattern_layout(data: bytes) -> bytes:
+    """The pattern's layout, once libreact has checked it (ReactError if it
+    fails). The buffer is guessed large enough so that the pattern is
+    decoded and checked once; only an allgather whose flows carry many
+    blocks each needs a second call."""
     lb = lib()
     src, ln = _buf(data)
-    return _sized(lambda b, c, n: lb.react_pattern_layout(src, ln, b, c, n), "pattern layout")
+    return _sized(lambda b, c, n: lb.react_pattern_layout(src, ln, b, c, n), "pattern layout", guess=ln + 4096)
 
 
 def tuner_settings() -> list:
