@@ -15,8 +15,8 @@ from typing import Optional, Tuple
 # Status codes of capi/react.h; tests/python checks them against the header.
 OK, NONE = 0, 1
 E_ARG, E_INVALID, E_SHORT, E_SEMANTICS, E_HANDLE, E_STATE = -1, -2, -3, -4, -5, -6
-E_RING, E_FULL, E_UNAVAILABLE, E_CUDA, E_FORK, E_PANIC, E_LIMIT = -7, -8, -9, -10, -11, -12, -13
-ABI_VERSION = 1
+E_FORK, E_PANIC, E_LIMIT = -11, -12, -13
+ABI_VERSION = 2
 
 _lock = threading.Lock()
 _lib: Optional[ctypes.CDLL] = None
@@ -65,16 +65,8 @@ def _declare(lib: ctypes.CDLL) -> None:
         "react_tuner_settings": ([u8p, c.c_size_t, sizep], c.c_int),
         "react_tuner_create": ([u8p, c.c_size_t, c.c_double, c.c_char_p, c.POINTER(c.c_uint64)], c.c_int),
         "react_tuner_close": ([c.c_uint64], c.c_int),
-        "react_tuner_reset": ([c.c_uint64], c.c_int),
         "react_tuner_submit": ([c.c_uint64, u8p, c.c_size_t], c.c_int),
-        "react_tuner_attach_ring": ([c.c_uint64, c.c_void_p, c.c_size_t], c.c_int),
         "react_tuner_decision": ([c.c_uint64, c.POINTER(c.c_int64), c.POINTER(c.c_int64), u8p, c.c_size_t, sizep], c.c_int),
-        "react_tuner_error": ([c.c_uint64, c.c_char_p, c.c_size_t], c.c_int),
-        "react_ring_size": ([c.c_uint32, c.c_uint32, sizep], c.c_int),
-        "react_ring_format": ([c.c_void_p, c.c_size_t, c.c_uint32, c.c_uint32, c.c_uint32], c.c_int),
-        "react_ring_push": ([c.c_void_p, c.c_size_t, u8p, c.c_size_t], c.c_int),
-        "react_cuda_available": ([], c.c_int),
-        "react_cuda_elapsed": ([c.POINTER(c.c_uint64), c.POINTER(c.c_uint64), c.c_size_t, c.POINTER(c.c_double)], c.c_int),
     }
     for name, (args, res) in sig.items():
         fn = getattr(lib, name)  # a missing symbol is a stale library: fail loudly
@@ -196,21 +188,3 @@ class Tuner:
             lib().react_tuner_close(self._h)
             self._h = 0
 
-
-def cuda_available() -> Tuple[bool, str]:
-    """Whether libreact found a CUDA runtime with a device, and if not why."""
-    lb = lib()
-    rc = lb.react_cuda_available()
-    return rc == OK, "" if rc == OK else _last_error(lb)
-
-
-def cuda_elapsed(starts, ends) -> Optional[list]:
-    """Seconds between pairs of recorded CUDA events (torch.cuda.Event
-    .cuda_event handles), read by libreact without waiting: None while some
-    pair has not completed."""
-    n = len(starts)
-    a = (ctypes.c_uint64 * n)(*starts)
-    b = (ctypes.c_uint64 * n)(*ends)
-    out = (ctypes.c_double * n)()
-    rc = _check(lib().react_cuda_elapsed(a, b, n, out), "cuda elapsed")
-    return None if rc == NONE else list(out)
