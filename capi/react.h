@@ -22,7 +22,7 @@
  *    handle that was never made, or was closed, gives REACT_E_HANDLE; closing
  *    twice is an error, not a crash. Handle values are not reused.
  *  - Threads: every function may be called from any thread, concurrently.
- *    Calls on one tuner are served in order by that tuner's goroutine.
+ *    Calls on one tuner are served in order.
  *  - Fork: a forked child of a process that loaded the library cannot run
  *    Go code. Every function except react_last_error returns REACT_E_FORK in
  *    a forked child without entering Go. Load the library in the child
@@ -45,7 +45,7 @@ extern "C" {
 
 /* The ABI version react_abi_version returns; bumped on any incompatible
  * change to this file. */
-#define REACT_ABI_VERSION 1
+#define REACT_ABI_VERSION 2
 
 /* ---- Status codes ---------------------------------------------------- */
 #define REACT_OK 0
@@ -56,10 +56,8 @@ extern "C" {
 #define REACT_E_SEMANTICS (-4)   /* pattern well formed but not exactly-once correct */
 #define REACT_E_HANDLE (-5)      /* unknown, stale or closed tuner handle */
 #define REACT_E_STATE (-6)       /* input does not fit the tuner's state: epoch order, pattern version */
-#define REACT_E_RING (-7)        /* ring region malformed: magic, version, geometry, alignment */
-#define REACT_E_FULL (-8)        /* ring full: retry after the reader consumed */
-#define REACT_E_UNAVAILABLE (-9) /* optional component absent (the CUDA runtime) */
-#define REACT_E_CUDA (-10)       /* the CUDA runtime reported an error */
+/* -7 to -10 belonged to functions ABI 1 had (the FCT ring, CUDA timings);
+ * they are not reused. */
 #define REACT_E_FORK (-11)       /* called in a forked child: refused */
 #define REACT_E_PANIC (-12)      /* internal error, caught; please report the message */
 #define REACT_E_LIMIT (-13)      /* a pattern past a size limit: more than REACT_MAX_RANKS ranks or REACT_MAX_STEPS steps */
@@ -71,8 +69,8 @@ extern "C" {
 #define REACT_MAX_RANKS 1024
 #define REACT_MAX_STEPS 4096
 
-/* Longest message react_last_error and react_tuner_error hold, with the
- * terminating NUL: a buffer this large never truncates. */
+/* Longest message react_last_error holds, with the terminating NUL: a
+ * buffer this large never truncates. */
 #define REACT_ERROR_MAX 1024
 
 /* ---- Library ----------------------------------------------------------- */
@@ -122,21 +120,19 @@ int react_last_error(char* buf, size_t cap);
 int react_pattern_generate(const char* op, const char* algo, int ranks, int root,
                            uint8_t* buf, size_t cap, size_t* len);
 
-/* Checks a pattern: REACT_OK when it is well formed and exactly-once
- * correct; REACT_E_INVALID when the bytes or the structure are malformed
- * (sizes that the bytes do not hold included: nothing is allocated from a
- * claimed size); REACT_E_LIMIT past REACT_MAX_RANKS or REACT_MAX_STEPS;
+/* Checks a pattern and says where its data goes. The check comes first:
+ * REACT_E_INVALID when the bytes or the structure are malformed (sizes that
+ * the bytes do not hold included: nothing is allocated from a claimed
+ * size); REACT_E_LIMIT past REACT_MAX_RANKS or REACT_MAX_STEPS;
  * REACT_E_SEMANTICS when some rank would miss or double-count a
- * contribution (react_last_error names op, chunk, rank and flow). */
-int react_pattern_check(const uint8_t* buf, size_t len);
-
-/* Where a checked pattern's data goes: the msgpack map "react.layout/v1"
- * with <i4 columns "start" (F+1), "blocks" and "owner" (one per chunk).
- * For allgather, flow f carries blocks[start[f]:start[f+1]] (origin ranks,
- * ascending); for reducescatter, owner[c] is the rank where chunk c
- * completes (-1 for other ops). An executor places data by these, never
- * by guessing from the algorithm. Output by the buffer protocol; the
- * pattern is checked first (REACT_E_INVALID, REACT_E_LIMIT, REACT_E_SEMANTICS). */
+ * contribution (react_last_error names op, chunk, rank and flow). Run no
+ * pattern this refuses.
+ * The layout is the msgpack map "react.layout/v1" with <i4 columns "start"
+ * (F+1), "blocks" and "owner" (one per chunk). For allgather, flow f
+ * carries blocks[start[f]:start[f+1]] (origin ranks, ascending); for
+ * reducescatter, owner[c] is the rank where chunk c completes (-1 for other
+ * ops). An executor places data by these, never by guessing from the
+ * algorithm. Output by the buffer protocol. */
 int react_pattern_layout(const uint8_t* pattern, size_t plen,
                          uint8_t* buf, size_t cap, size_t* len);
 
@@ -149,7 +145,7 @@ int react_pattern_layout(const uint8_t* pattern, size_t plen,
  * config_json takes. Output by the buffer protocol. */
 int react_tuner_settings(uint8_t* buf, size_t cap, size_t* len);
 
-/* Creates a tuner for one recurring collective and starts its goroutine.
+/* Creates a tuner for one recurring collective.
  *  pattern, len   the initial pattern (msgpack); it must pass the check
  *  message_bytes  size of the collective's message buffer, > 0
  *  config_json    NULL for the defaults, or a JSON object setting any of
@@ -162,147 +158,30 @@ int react_tuner_settings(uint8_t* buf, size_t cap, size_t* len);
 int react_tuner_create(const uint8_t* pattern, size_t len, double message_bytes,
                        const char* config_json, uint64_t* handle);
 
-/* Stops the tuner's goroutine and frees the handle. On return the library
- * no longer reads the tuner's ring: the region may be unmapped. */
+/* Frees the tuner and its handle, once a react_tuner_submit in progress on
+ * it has returned. */
 int react_tuner_close(uint64_t h);
 
-/* Back to the initial pattern (version 0) with an empty history; counters
- * and an attached ring stay. */
-int react_tuner_reset(uint64_t h);
-
-/* Hands one FCT batch (msgpack "react.fcts/v1", docs/abi.md) to the tuner
- * and returns once the tuner has taken it in; when it completed a tuner
- * batch of B epochs, the decision is ready on return. All epochs of a batch
+/* Runs the tuner over one FCT batch (msgpack "react.fcts/v1", docs/abi.md)
+ * on the calling thread; when the batch completed a tuner batch of B
+ * epochs, the decision is ready on return. All epochs of a batch
  * ran one pattern version: split batches at a switch epoch. REACT_E_INVALID
  * for malformed bytes or a flow count that does not fit; REACT_E_STATE for
  * epochs not after the last one taken, or a version other than the one in
  * force. A refused batch leaves the tuner as it was, except when it runs
  * past a switch the tuner decided within it: the epochs before the switch
- * are kept (the message says which). */
+ * are kept (the message says which). REACT_E_PANIC when the tuner failed;
+ * it then refuses every later batch with the same message. */
 int react_tuner_submit(uint64_t h, const uint8_t* batch, size_t len);
-
-/* Makes the tuner's goroutine consume the ring in region (layout below),
- * replacing any ring attached before; region NULL (size 0) detaches. The
- * caller keeps the region mapped until it detaches it or closes the tuner;
- * on return from either, the library no longer reads it. REACT_E_RING when
- * the header is malformed or the region is shorter than it says. Bad slots
- * are skipped and counted (react_tuner_stats), their message kept for
- * react_tuner_error; the tuner keeps its state. */
-int react_tuner_attach_ring(uint64_t h, void* region, size_t size);
 
 /* Fetches the newest pattern the tuner emitted and has not handed out yet.
  * REACT_NONE (*len = 0) when there is none. Otherwise sets *version (its
  * version) and *effective_epoch (the first epoch every rank must run it)
  * and writes the pattern by the buffer protocol; on REACT_E_SHORT the
- * decision stays pending for the retry. Each version is handed out once. */
+ * decision stays pending for the retry. Each version is handed out once.
+ * Never waits for a react_tuner_submit in progress. */
 int react_tuner_decision(uint64_t h, int64_t* version, int64_t* effective_epoch,
                          uint8_t* buf, size_t cap, size_t* len);
-
-/* Counters of a tuner since it was created. */
-typedef struct react_stats {
-    uint64_t batches;       /* batches taken in (submit and ring) */
-    uint64_t epochs;        /* epochs observed */
-    uint64_t ring_slots;    /* ring slots read, good or bad */
-    uint64_t ring_corrupt;  /* ring slots refused: torn, truncated, checksum */
-    uint64_t ring_overruns; /* ring messages overwritten before they were read */
-    uint64_t rejected;      /* batches refused: malformed, or not fitting the tuner */
-    uint64_t decisions;     /* tuner decisions, one per B epochs */
-    uint64_t patterns;      /* decisions that emitted a new pattern */
-    int64_t version;        /* pattern version of the last observed epoch */
-    int64_t last_epoch;     /* last epoch observed, -1 before any */
-    uint32_t ring_attached; /* 1 while a ring is attached */
-    uint32_t reserved;
-} react_stats_t;
-
-/* Copies the counters into *stats; size is sizeof(react_stats_t) as the
- * caller compiled it (a smaller, older struct gets its prefix). */
-int react_tuner_stats(uint64_t h, react_stats_t* stats, size_t size);
-
-/* Copies the last failure the tuner's goroutine met on its ring (a bad
- * slot, an undecodable or refused batch), by react_last_error's protocol;
- * REACT_NONE when there was none. */
-int react_tuner_error(uint64_t h, char* buf, size_t cap);
-
-/* ---- The FCT ring -------------------------------------------------------
- * A single-producer, single-consumer ring in memory the caller owns (shared
- * memory, an mmap'd file, or plain malloc'd memory in the same process).
- * Little-endian; the region must be 8-byte aligned. Byte layout:
- *
- *   offset size  field
- *   0      8     magic: the ASCII bytes "REACTRNG"
- *   8      4     version: 1
- *   12     4     header size: 192 (offset of slot 0)
- *   16     4     slot count S, 1 .. 2^24
- *   20     4     slot size Z, multiple of 8, 24 .. 2^30 (16-byte slot header included)
- *   24     4     checksum: REACT_CRC32C or REACT_CRC32
- *   28     36    reserved, zero
- *   64     8     head: messages published (written by the producer only)
- *   72     56    reserved, zero
- *   128    8     tail: messages consumed (written by the consumer only)
- *   136    8     rejected: slots the consumer refused (consumer only)
- *   144    48    reserved, zero
- *   192    S*Z   slots; message n lives in slot n % S at 192 + (n % S) * Z
- *
- * A slot:
- *   0      8     seq: n + 1 for message n (0: never written)
- *   8      4     len: payload bytes, <= Z - 16
- *   12     4     checksum of the payload bytes (CRC-32C or CRC-32, see below)
- *   16     len   payload: one FCT batch, msgpack
- *
- * head, tail, rejected and seq are accessed atomically (acquire loads,
- * release stores). To publish message n = head: wait until n - tail < S;
- * write len, checksum and payload into slot n % S; store seq = n + 1; then
- * store head = n + 1. The consumer reads a slot only when head says it is
- * published and refuses it when seq != n + 1 (torn, after a grace of 2 ms),
- * len > Z - 16 (truncated) or the checksum differs (corrupt).
- *
- * Checksums: REACT_CRC32C is CRC-32C (Castagnoli, reflected polynomial
- * 0x82F63B78, initial value and final xor 0xFFFFFFFF; "123456789" gives
- * 0xE3069283). REACT_CRC32 is zlib's CRC-32 (0xEDB88320; "123456789" gives
- * 0xCBF43926), for writers that only have zlib.crc32.
- */
-#define REACT_RING_MAGIC "REACTRNG"
-#define REACT_RING_VERSION 1
-#define REACT_RING_HEADER 192
-#define REACT_RING_SLOT_HEADER 16
-#define REACT_RING_OFF_SLOTS 16
-#define REACT_RING_OFF_SLOT_SIZE 20
-#define REACT_RING_OFF_CHECKSUM 24
-#define REACT_RING_OFF_HEAD 64
-#define REACT_RING_OFF_TAIL 128
-#define REACT_RING_OFF_REJECTED 136
-#define REACT_CRC32C 1
-#define REACT_CRC32 2
-
-/* Bytes a ring of slots slots of slot_size bytes needs, into *size. */
-int react_ring_size(uint32_t slots, uint32_t slot_size, size_t* size);
-
-/* Writes an empty ring (header, zeroed slots) into region. */
-int react_ring_format(void* region, size_t size, uint32_t slots, uint32_t slot_size,
-                      uint32_t checksum);
-
-/* Publishes one payload as the producer (the one producer of this ring).
- * REACT_E_FULL when the consumer has not freed a slot yet; REACT_E_ARG when
- * the payload does not fit a slot. */
-int react_ring_push(void* region, size_t size, const uint8_t* payload, size_t len);
-
-/* ---- CUDA event timings (optional) -------------------------------------
- * The CUDA runtime is resolved at run time ($REACT_CUDART, else
- * libcudart.so.13/.12/.11.0, preferring the one the process already
- * loaded); the library links no CUDA. */
-
-/* REACT_OK when a CUDA runtime loaded and sees at least one device;
- * REACT_E_UNAVAILABLE otherwise, with the reason in react_last_error. */
-int react_cuda_available(void);
-
-/* For i < n, the seconds between the recorded events start[i] and end[i]
- * (cudaEvent_t values, as torch.cuda.Event.cuda_event gives them) into
- * seconds[i]. Never waits: REACT_NONE when some pair has not completed yet
- * (those get NaN; ask again later), REACT_OK when all have. Meant for a
- * thread other than the training thread; the events must belong to that
- * thread's current device. REACT_E_UNAVAILABLE without CUDA, REACT_E_CUDA
- * for an error of the runtime (an invalid event). */
-int react_cuda_elapsed(const uint64_t* start, const uint64_t* end, size_t n, double* seconds);
 
 #ifdef __cplusplus
 }

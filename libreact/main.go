@@ -23,17 +23,14 @@ import (
 	"math"
 	"runtime"
 	"runtime/cgo"
-	"sync"
 	"sync/atomic"
 	"unicode/utf8"
 	"unsafe"
 
-	"github.com/react-torch/react-torch/internal/cudart"
 	"github.com/react-torch/react-torch/internal/driver"
 	"github.com/react-torch/react-torch/internal/logging"
 	"github.com/react-torch/react-torch/pkg/pattern"
 	"github.com/react-torch/react-torch/pkg/semantics"
-	"github.com/react-torch/react-torch/pkg/shmring"
 	"github.com/react-torch/react-torch/pkg/ten"
 	"github.com/react-torch/react-torch/pkg/tuner"
 	"github.com/react-torch/react-torch/pkg/wire"
@@ -48,15 +45,8 @@ const (
 	_ = uint(C.REACT_MAX_STEPS-ten.MaxSteps) + uint(ten.MaxSteps-C.REACT_MAX_STEPS)
 )
 
-// The library's process-wide state: the logger tuners derive theirs from,
-// and the CUDA runtime, loaded on first use.
-var (
-	logger atomic.Pointer[zap.Logger]
-
-	cudaOnce sync.Once
-	cudaRT   *cudart.Runtime
-	cudaErr  error
-)
+// logger is what tuners derive theirs from; react_init replaces it.
+var logger atomic.Pointer[zap.Logger]
 
 // fail records msg as the calling thread's last error and returns code.
 func fail(code C.int, format string, a ...any) C.int {
@@ -96,17 +86,6 @@ func out(data []byte, buf *C.uint8_t, cap C.size_t, n *C.size_t) C.int {
 		return fail(C.REACT_E_SHORT, "buffer of %d bytes, %d needed", int(cap), len(data))
 	}
 	copy(unsafe.Slice((*byte)(unsafe.Pointer(buf)), len(data)), data)
-	return C.REACT_OK
-}
-
-// outString copies msg NUL-terminated by react_last_error's protocol.
-func outString(msg string, buf *C.char, cap C.size_t) C.int {
-	b := unsafe.Slice((*byte)(unsafe.Pointer(buf)), int(cap))
-	n := copy(b[:cap-1], msg)
-	b[n] = 0
-	if n < len(msg) {
-		return C.REACT_E_SHORT // no fail(): this must not overwrite the message being read
-	}
 	return C.REACT_OK
 }
 
@@ -184,13 +163,6 @@ func decodePattern(who string, buf *C.uint8_t, n C.size_t) (*ten.Pattern, C.int)
 	return p, C.REACT_OK
 }
 
-//export react_go_pattern_check
-func react_go_pattern_check(buf *C.uint8_t, n C.size_t) (st C.int) {
-	defer guard(&st)
-	_, st = decodePattern("react_pattern_check", buf, n)
-	return st
-}
-
 //export react_go_pattern_layout
 func react_go_pattern_layout(pat *C.uint8_t, plen C.size_t, buf *C.uint8_t, cap C.size_t, n *C.size_t) (st C.int) {
 	defer guard(&st)
@@ -248,7 +220,7 @@ func react_go_tuner_create(buf *C.uint8_t, n C.size_t, msgBytes C.double, config
 	log = log.With(zap.Uint64("handle", uint64(handle)), zap.String("label", label))
 	log.Info("tuner created", zap.Int("version", 0), zap.String("op", p.Op.String()), zap.String("algo", p.Algo),
 		zap.Int("ranks", p.Ranks), zap.Int("flows", len(p.Flows)), zap.Float64("message_bytes", float64(msgBytes)), zap.Any("config", cfg))
-	d.Start(log)
+	d.SetLogger(log)
 	*h = C.uint64_t(handle)
 	return C.REACT_OK
 }
@@ -304,17 +276,6 @@ func react_go_tuner_close(h C.uint64_t) (st C.int) {
 	return C.REACT_OK
 }
 
-//export react_go_tuner_reset
-func react_go_tuner_reset(h C.uint64_t) (st C.int) {
-	defer guard(&st)
-	const who = "react_tuner_reset"
-	d, st := lookup(who, h)
-	if st != C.REACT_OK {
-		return st
-	}
-	return driverStatus(who, d.Reset())
-}
-
 //export react_go_tuner_submit
 func react_go_tuner_submit(h C.uint64_t, buf *C.uint8_t, n C.size_t) (st C.int) {
 	defer guard(&st)
@@ -328,39 +289,9 @@ func react_go_tuner_submit(h C.uint64_t, buf *C.uint8_t, n C.size_t) (st C.int) 
 	}
 	b, err := wire.DecodeFCTBatch(in(buf, n))
 	if err != nil {
-		d.Refused()
 		return fail(C.REACT_E_INVALID, "%s: %v", who, err)
 	}
 	return driverStatus(who, d.Submit(b))
-}
-
-// ringView checks a caller's region and views it as a ring.
-func ringView(who string, region unsafe.Pointer, size C.size_t) (*shmring.Ring, C.int) {
-	if region == nil {
-		return nil, fail(C.REACT_E_ARG, "%s: region is NULL", who)
-	}
-	r, err := shmring.Open(unsafe.Slice((*byte)(region), int(size)))
-	if err != nil {
-		return nil, fail(C.REACT_E_RING, "%s: %v", who, err)
-	}
-	return r, C.REACT_OK
-}
-
-//export react_go_tuner_attach_ring
-func react_go_tuner_attach_ring(h C.uint64_t, region unsafe.Pointer, size C.size_t) (st C.int) {
-	defer guard(&st)
-	const who = "react_tuner_attach_ring"
-	d, st := lookup(who, h)
-	if st != C.REACT_OK {
-		return st
-	}
-	var r *shmring.Ring
-	if region != nil || size != 0 {
-		if r, st = ringView(who, region, size); st != C.REACT_OK {
-			return st
-		}
-	}
-	return driverStatus(who, d.Attach(r))
 }
 
 //export react_go_tuner_decision
@@ -389,166 +320,4 @@ func react_go_tuner_decision(h C.uint64_t, version, effective *C.int64_t, buf *C
 		return fail(C.REACT_E_SHORT, "%s: buffer of %d bytes, pattern version %d needs %d", who, room, dec.Version, len(dec.Pattern))
 	}
 	return out(dec.Pattern, buf, cap, n)
-}
-
-//export react_go_tuner_stats
-func react_go_tuner_stats(h C.uint64_t, stats *C.react_stats_t, size C.size_t) (st C.int) {
-	defer guard(&st)
-	const who = "react_tuner_stats"
-	d, st := lookup(who, h)
-	if st != C.REACT_OK {
-		return st
-	}
-	if stats == nil {
-		return fail(C.REACT_E_ARG, "%s: stats is NULL", who)
-	}
-	s := d.Stats()
-	var c C.react_stats_t
-	c.batches, c.epochs = C.uint64_t(s.Batches), C.uint64_t(s.Epochs)
-	c.ring_slots, c.ring_corrupt, c.ring_overruns = C.uint64_t(s.RingSlots), C.uint64_t(s.RingCorrupt), C.uint64_t(s.RingOverruns)
-	c.rejected, c.decisions, c.patterns = C.uint64_t(s.Rejected), C.uint64_t(s.Decisions), C.uint64_t(s.Patterns)
-	c.version, c.last_epoch = C.int64_t(s.Version), C.int64_t(s.LastEpoch)
-	if s.RingAttached {
-		c.ring_attached = 1
-	}
-	k := min(int(size), int(unsafe.Sizeof(c)))
-	copy(unsafe.Slice((*byte)(unsafe.Pointer(stats)), k), unsafe.Slice((*byte)(unsafe.Pointer(&c)), k))
-	return C.REACT_OK
-}
-
-//export react_go_tuner_error
-func react_go_tuner_error(h C.uint64_t, buf *C.char, cap C.size_t) (st C.int) {
-	defer guard(&st)
-	const who = "react_tuner_error"
-	d, st := lookup(who, h)
-	if st != C.REACT_OK {
-		return st
-	}
-	if buf == nil || cap == 0 {
-		return fail(C.REACT_E_ARG, "%s: buf is NULL or cap is 0", who)
-	}
-	msg := d.LastError()
-	if len(msg) > C.REACT_ERROR_MAX-1 {
-		msg = msg[:C.REACT_ERROR_MAX-1]
-	}
-	st = outString(msg, buf, cap)
-	if st == C.REACT_OK && msg == "" {
-		return C.REACT_NONE
-	}
-	return st
-}
-
-//export react_go_ring_size
-func react_go_ring_size(slots, slotSize C.uint32_t, size *C.size_t) (st C.int) {
-	defer guard(&st)
-	if size == nil {
-		return fail(C.REACT_E_ARG, "react_ring_size: size is NULL")
-	}
-	n, err := shmring.Size(uint32(slots), uint32(slotSize))
-	if err != nil {
-		return fail(C.REACT_E_ARG, "react_ring_size: %v", err)
-	}
-	*size = C.size_t(n)
-	return C.REACT_OK
-}
-
-//export react_go_ring_format
-func react_go_ring_format(region unsafe.Pointer, size C.size_t, slots, slotSize, sum C.uint32_t) (st C.int) {
-	defer guard(&st)
-	if region == nil {
-		return fail(C.REACT_E_ARG, "react_ring_format: region is NULL")
-	}
-	if _, err := shmring.Format(unsafe.Slice((*byte)(region), int(size)), uint32(slots), uint32(slotSize), shmring.Checksum(sum)); err != nil {
-		return fail(C.REACT_E_ARG, "react_ring_format: %v", err)
-	}
-	return C.REACT_OK
-}
-
-//export react_go_ring_push
-func react_go_ring_push(region unsafe.Pointer, size C.size_t, payload *C.uint8_t, n C.size_t) (st C.int) {
-	defer guard(&st)
-	const who = "react_ring_push"
-	r, st := ringView(who, region, size)
-	if st != C.REACT_OK {
-		return st
-	}
-	if payload == nil && n > 0 {
-		return fail(C.REACT_E_ARG, "%s: payload is NULL", who)
-	}
-	err := r.Push(in(payload, n))
-	var he *shmring.HeaderError
-	switch {
-	case err == nil:
-		return C.REACT_OK
-	case errors.Is(err, shmring.ErrFull):
-		return fail(C.REACT_E_FULL, "%s: ring full (%d slots, head %d, tail %d)", who, r.Slots(), r.Head(), r.Tail())
-	case errors.Is(err, shmring.ErrTooLarge):
-		return fail(C.REACT_E_ARG, "%s: %v", who, err)
-	case errors.As(err, &he):
-		return fail(C.REACT_E_RING, "%s: %v", who, err)
-	}
-	return fail(C.REACT_E_PANIC, "%s: %v", who, err)
-}
-
-func cuda() (*cudart.Runtime, error) {
-	cudaOnce.Do(func() {
-		cudaRT, cudaErr = cudart.Load(cudart.Names()...)
-		if log := logger.Load(); log != nil {
-			if cudaErr != nil {
-				log.Info("CUDA runtime", zap.Error(cudaErr))
-			} else {
-				log.Info("CUDA runtime", zap.String("library", cudaRT.Name))
-			}
-		}
-	})
-	return cudaRT, cudaErr
-}
-
-//export react_go_cuda_available
-func react_go_cuda_available() (st C.int) {
-	defer guard(&st)
-	rt, err := cuda()
-	if err != nil {
-		return fail(C.REACT_E_UNAVAILABLE, "react_cuda_available: %v", err)
-	}
-	n, err := rt.DeviceCount()
-	if err != nil {
-		return fail(C.REACT_E_UNAVAILABLE, "react_cuda_available: %s: %v", rt.Name, err)
-	}
-	if n < 1 {
-		return fail(C.REACT_E_UNAVAILABLE, "react_cuda_available: %s sees no CUDA device", rt.Name)
-	}
-	return C.REACT_OK
-}
-
-//export react_go_cuda_elapsed
-func react_go_cuda_elapsed(start, end *C.uint64_t, n C.size_t, seconds *C.double) (st C.int) {
-	defer guard(&st)
-	const who = "react_cuda_elapsed"
-	if n > 0 && (start == nil || end == nil || seconds == nil) {
-		return fail(C.REACT_E_ARG, "%s: start, end and seconds must not be NULL", who)
-	}
-	rt, err := cuda()
-	if err != nil {
-		return fail(C.REACT_E_UNAVAILABLE, "%s: %v", who, err)
-	}
-	if n == 0 {
-		return C.REACT_OK
-	}
-	s := unsafe.Slice((*uint64)(unsafe.Pointer(start)), int(n))
-	e := unsafe.Slice((*uint64)(unsafe.Pointer(end)), int(n))
-	secs := unsafe.Slice((*float64)(unsafe.Pointer(seconds)), int(n))
-	st = C.REACT_OK
-	for i := range secs {
-		v, err := rt.Elapsed(uintptr(s[i]), uintptr(e[i]))
-		switch {
-		case errors.Is(err, cudart.ErrNotReady):
-			secs[i], st = math.NaN(), C.REACT_NONE
-		case err != nil:
-			return fail(C.REACT_E_CUDA, "%s: pair %d: %v", who, i, err)
-		default:
-			secs[i] = v
-		}
-	}
-	return st
 }

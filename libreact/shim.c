@@ -25,22 +25,12 @@
 SAME_TYPE(react_go_abi_version, int (*)(void));
 SAME_TYPE(react_go_init, int (*)(int, char*, int));
 SAME_TYPE(react_go_pattern_generate, int (*)(char*, char*, int, int, uint8_t*, size_t, size_t*));
-SAME_TYPE(react_go_pattern_check, int (*)(uint8_t*, size_t));
 SAME_TYPE(react_go_pattern_layout, int (*)(uint8_t*, size_t, uint8_t*, size_t, size_t*));
 SAME_TYPE(react_go_tuner_settings, int (*)(uint8_t*, size_t, size_t*));
 SAME_TYPE(react_go_tuner_create, int (*)(uint8_t*, size_t, double, char*, uint64_t*));
 SAME_TYPE(react_go_tuner_close, int (*)(uint64_t));
-SAME_TYPE(react_go_tuner_reset, int (*)(uint64_t));
 SAME_TYPE(react_go_tuner_submit, int (*)(uint64_t, uint8_t*, size_t));
-SAME_TYPE(react_go_tuner_attach_ring, int (*)(uint64_t, void*, size_t));
 SAME_TYPE(react_go_tuner_decision, int (*)(uint64_t, int64_t*, int64_t*, uint8_t*, size_t, size_t*));
-SAME_TYPE(react_go_tuner_stats, int (*)(uint64_t, react_stats_t*, size_t));
-SAME_TYPE(react_go_tuner_error, int (*)(uint64_t, char*, size_t));
-SAME_TYPE(react_go_ring_size, int (*)(uint32_t, uint32_t, size_t*));
-SAME_TYPE(react_go_ring_format, int (*)(void*, size_t, uint32_t, uint32_t, uint32_t));
-SAME_TYPE(react_go_ring_push, int (*)(void*, size_t, uint8_t*, size_t));
-SAME_TYPE(react_go_cuda_available, int (*)(void));
-SAME_TYPE(react_go_cuda_elapsed, int (*)(uint64_t*, uint64_t*, size_t, double*));
 
 // ---- per-thread last error ----------------------------------------------
 
@@ -109,11 +99,6 @@ int react_pattern_generate(const char* op, const char* algo, int ranks, int root
     return react_go_pattern_generate((char*)op, (char*)algo, ranks, root, buf, cap, len);
 }
 
-int react_pattern_check(const uint8_t* buf, size_t len) {
-    GUARD();
-    return react_go_pattern_check((uint8_t*)buf, len);
-}
-
 int react_pattern_layout(const uint8_t* pattern, size_t plen, uint8_t* buf, size_t cap, size_t* len) {
     GUARD();
     return react_go_pattern_layout((uint8_t*)pattern, plen, buf, cap, len);
@@ -135,59 +120,13 @@ int react_tuner_close(uint64_t h) {
     return react_go_tuner_close(h);
 }
 
-int react_tuner_reset(uint64_t h) {
-    GUARD();
-    return react_go_tuner_reset(h);
-}
-
 int react_tuner_submit(uint64_t h, const uint8_t* batch, size_t len) {
     GUARD();
     return react_go_tuner_submit(h, (uint8_t*)batch, len);
-}
-
-int react_tuner_attach_ring(uint64_t h, void* region, size_t size) {
-    GUARD();
-    return react_go_tuner_attach_ring(h, region, size);
 }
 
 int react_tuner_decision(uint64_t h, int64_t* version, int64_t* effective_epoch,
                          uint8_t* buf, size_t cap, size_t* len) {
     GUARD();
     return react_go_tuner_decision(h, version, effective_epoch, buf, cap, len);
-}
-
-int react_tuner_stats(uint64_t h, react_stats_t* stats, size_t size) {
-    GUARD();
-    return react_go_tuner_stats(h, stats, size);
-}
-
-int react_tuner_error(uint64_t h, char* buf, size_t cap) {
-    GUARD();
-    return react_go_tuner_error(h, buf, cap);
-}
-
-int react_ring_size(uint32_t slots, uint32_t slot_size, size_t* size) {
-    GUARD();
-    return react_go_ring_size(slots, slot_size, size);
-}
-
-int react_ring_format(void* region, size_t size, uint32_t slots, uint32_t slot_size,
-                      uint32_t checksum) {
-    GUARD();
-    return react_go_ring_format(region, size, slots, slot_size, checksum);
-}
-
-int react_ring_push(void* region, size_t size, const uint8_t* payload, size_t len) {
-    GUARD();
-    return react_go_ring_push(region, size, (uint8_t*)payload, len);
-}
-
-int react_cuda_available(void) {
-    GUARD();
-    return react_go_cuda_available();
-}
-
-int react_cuda_elapsed(const uint64_t* start, const uint64_t* end, size_t n, double* seconds) {
-    GUARD();
-    return react_go_cuda_elapsed((uint64_t*)start, (uint64_t*)end, n, seconds);
 }

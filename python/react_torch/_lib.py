@@ -15,8 +15,8 @@ from typing import Optional, Tuple
 # Status codes of capi/react.h; tests/python checks them against the header.
 OK, NONE = 0, 1
 E_ARG, E_INVALID, E_SHORT, E_SEMANTICS, E_HANDLE, E_STATE = -1, -2, -3, -4, -5, -6
-E_RING, E_FULL, E_UNAVAILABLE, E_CUDA, E_FORK, E_PANIC, E_LIMIT = -7, -8, -9, -10, -11, -12, -13
-ABI_VERSION = 1
+E_FORK, E_PANIC, E_LIMIT = -11, -12, -13
+ABI_VERSION = 2
 
 _lock = threading.Lock()
 _lib: Optional[ctypes.CDLL] = None
@@ -61,21 +61,12 @@ def _declare(lib: ctypes.CDLL) -> None:
         "react_init": ([c.c_int, c.c_char_p, c.c_int], c.c_int),
         "react_last_error": ([c.c_char_p, c.c_size_t], c.c_int),
         "react_pattern_generate": ([c.c_char_p, c.c_char_p, c.c_int, c.c_int, u8p, c.c_size_t, sizep], c.c_int),
-        "react_pattern_check": ([u8p, c.c_size_t], c.c_int),
         "react_pattern_layout": ([u8p, c.c_size_t, u8p, c.c_size_t, sizep], c.c_int),
         "react_tuner_settings": ([u8p, c.c_size_t, sizep], c.c_int),
         "react_tuner_create": ([u8p, c.c_size_t, c.c_double, c.c_char_p, c.POINTER(c.c_uint64)], c.c_int),
         "react_tuner_close": ([c.c_uint64], c.c_int),
-        "react_tuner_reset": ([c.c_uint64], c.c_int),
         "react_tuner_submit": ([c.c_uint64, u8p, c.c_size_t], c.c_int),
-        "react_tuner_attach_ring": ([c.c_uint64, c.c_void_p, c.c_size_t], c.c_int),
         "react_tuner_decision": ([c.c_uint64, c.POINTER(c.c_int64), c.POINTER(c.c_int64), u8p, c.c_size_t, sizep], c.c_int),
-        "react_tuner_error": ([c.c_uint64, c.c_char_p, c.c_size_t], c.c_int),
-        "react_ring_size": ([c.c_uint32, c.c_uint32, sizep], c.c_int),
-        "react_ring_format": ([c.c_void_p, c.c_size_t, c.c_uint32, c.c_uint32, c.c_uint32], c.c_int),
-        "react_ring_push": ([c.c_void_p, c.c_size_t, u8p, c.c_size_t], c.c_int),
-        "react_cuda_available": ([], c.c_int),
-        "react_cuda_elapsed": ([c.POINTER(c.c_uint64), c.POINTER(c.c_uint64), c.c_size_t, c.POINTER(c.c_double)], c.c_int),
     }
     for name, (args, res) in sig.items():
         fn = getattr(lib, name)  # a missing symbol is a stale library: fail loudly
@@ -130,14 +121,16 @@ def _buf(data: bytes):
     return (ctypes.c_uint8 * len(data)).from_buffer_copy(data), len(data)
 
 
-def _sized(call, what: str) -> bytes:
-    """Runs a call under the size-query protocol: NULL first, then the size asked for."""
+def _sized(call, what: str, guess: int = 0) -> bytes:
+    """Runs a call under the size-query protocol: a buffer of guess bytes
+    (NULL when 0) first, then the size asked for."""
     n = ctypes.c_size_t(0)
-    rc = call(None, 0, ctypes.byref(n))
-    if rc != E_SHORT and rc < 0:
-        _check(rc, what)
-    out = (ctypes.c_uint8 * max(n.value, 1))()
-    _check(call(out, n.value, ctypes.byref(n)), what)
+    out = (ctypes.c_uint8 * guess)() if guess else None
+    rc = call(out, guess, ctypes.byref(n))
+    if rc == E_SHORT:
+        out = (ctypes.c_uint8 * max(n.value, 1))()
+        rc = call(out, n.value, ctypes.byref(n))
+    _check(rc, what)
     return bytes(out[: n.value])
 
 
@@ -146,15 +139,14 @@ def generate_pattern(op: str, algo: str, ranks: int, root: int) -> bytes:
     return _sized(lambda b, c, n: lb.react_pattern_generate(op.encode(), algo.encode(), ranks, root, b, c, n), f"generate {op}/{algo} for {ranks} ranks")
 
 
-def check_pattern(data: bytes) -> None:
-    b, n = _buf(data)
-    _check(lib().react_pattern_check(b, n), "pattern check")
-
-
 def pattern_layout(data: bytes) -> bytes:
+    """The pattern's layout, once libreact has checked it (ReactError if it
+    fails). The buffer is guessed large enough so that the pattern is
+    decoded and checked once; only an allgather whose flows carry many
+    blocks each needs a second call."""
     lb = lib()
     src, ln = _buf(data)
-    return _sized(lambda b, c, n: lb.react_pattern_layout(src, ln, b, c, n), "pattern layout")
+    return _sized(lambda b, c, n: lb.react_pattern_layout(src, ln, b, c, n), "pattern layout", guess=ln + 4096)
 
 
 def tuner_settings() -> list:
@@ -196,21 +188,3 @@ class Tuner:
             lib().react_tuner_close(self._h)
             self._h = 0
 
-
-def cuda_available() -> Tuple[bool, str]:
-    """Whether libreact found a CUDA runtime with a device, and if not why."""
-    lb = lib()
-    rc = lb.react_cuda_available()
-    return rc == OK, "" if rc == OK else _last_error(lb)
-
-
-def cuda_elapsed(starts, ends) -> Optional[list]:
-    """Seconds between pairs of recorded CUDA events (torch.cuda.Event
-    .cuda_event handles), read by libreact without waiting: None while some
-    pair has not completed."""
-    n = len(starts)
-    a = (ctypes.c_uint64 * n)(*starts)
-    b = (ctypes.c_uint64 * n)(*ends)
-    out = (ctypes.c_double * n)()
-    rc = _check(lib().react_cuda_elapsed(a, b, n, out), "cuda elapsed")
-    return None if rc == NONE else list(out)

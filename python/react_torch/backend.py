@@ -139,9 +139,11 @@ class ReactBackend(Delegated, _C10dBackend):
         return self._gloo
 
     def _decode(self, raw: bytes) -> Pattern:
+        """Decodes a pattern with its layout. The layout is the one check:
+        libreact refuses a malformed or not exactly-once pattern there, so
+        every rank checks what it runs, once per distinct pattern."""
         p = self._patterns.get(raw)
         if p is None:
-            _lib.check_pattern(raw)  # every rank checks what it runs
             layout = _lib.pattern_layout(raw)
             p = Pattern.decode(raw, layout)
             self._patterns[raw] = p

@@ -1,8 +1,8 @@
 /*
  * helpers.h: what a C client of libreact writes for itself, from
- * docs/abi.md alone: a small msgpack writer for FCT batches, a reader for
- * the pattern's columns, CRC-32C, and a ring producer. Shared by the C test
- * and the C benchmark; header-only (static functions).
+ * docs/abi.md alone: a small msgpack writer for FCT batches and a reader
+ * for the pattern's columns. Shared by the C test and the C benchmark;
+ * header-only (static functions).
  */
 #ifndef REACT_TEST_HELPERS_H
 #define REACT_TEST_HELPERS_H
@@ -11,8 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-
-#include "react.h"
 
 /* ---- msgpack writer ------------------------------------------------------ */
 
@@ -229,77 +227,10 @@ static inline void synth_fcts(const pattern_view* v, double message_bytes, int64
     }
 }
 
-/* ---- CRC-32C and a ring producer, from the layout in react.h ---------------- */
-
-static inline uint32_t crc32c_sw(const uint8_t* p, size_t n) {
-    static uint32_t table[256];
-    if (!table[1]) {
-        for (uint32_t i = 0; i < 256; i++) {
-            uint32_t c = i;
-            for (int k = 0; k < 8; k++) c = c & 1 ? 0x82F63B78u ^ (c >> 1) : c >> 1;
-            table[i] = c;
-        }
-    }
-    uint32_t c = 0xFFFFFFFFu;
-    while (n--) c = table[(c ^ *p++) & 0xff] ^ (c >> 8);
-    return c ^ 0xFFFFFFFFu;
-}
-
-#if defined(__x86_64__)
-__attribute__((target("sse4.2"))) static inline uint32_t crc32c_hw(const uint8_t* p, size_t n) {
-    uint64_t c = 0xFFFFFFFFu;
-    for (; n >= 8; n -= 8, p += 8) {
-        uint64_t w;
-        memcpy(&w, p, 8);
-        c = __builtin_ia32_crc32di(c, w);
-    }
-    uint32_t c32 = (uint32_t)c;
-    while (n--) c32 = __builtin_ia32_crc32qi(c32, *p++);
-    return c32 ^ 0xFFFFFFFFu;
-}
-#endif
-
-static inline uint32_t crc32c(const uint8_t* p, size_t n) {
-#if defined(__x86_64__)
-    if (__builtin_cpu_supports("sse4.2")) return crc32c_hw(p, n);
-#endif
-    return crc32c_sw(p, n);
-}
-
-static inline uint64_t* ring_word(void* region, size_t off) { return (uint64_t*)((uint8_t*)region + off); }
-static inline uint32_t ring_u32(void* region, size_t off) {
-    uint32_t v;
-    memcpy(&v, (uint8_t*)region + off, 4);
-    return v;
-}
-
-/* Publishes payload as the ring's producer (react.h's protocol). Returns 0,
- * or -1 when the ring is full. */
-static inline int ring_write(void* region, const uint8_t* payload, uint32_t len) {
-    uint32_t slots = ring_u32(region, REACT_RING_OFF_SLOTS);
-    uint32_t slot_size = ring_u32(region, REACT_RING_OFF_SLOT_SIZE);
-    uint64_t n = __atomic_load_n(ring_word(region, REACT_RING_OFF_HEAD), __ATOMIC_RELAXED);
-    uint64_t t = __atomic_load_n(ring_word(region, REACT_RING_OFF_TAIL), __ATOMIC_ACQUIRE);
-    if (n - t >= slots) return -1;
-    uint8_t* slot = (uint8_t*)region + REACT_RING_HEADER + (size_t)(n % slots) * slot_size;
-    uint32_t sum = crc32c(payload, len);
-    memcpy(slot + 8, &len, 4);
-    memcpy(slot + 12, &sum, 4);
-    memcpy(slot + 16, payload, len);
-    __atomic_store_n((uint64_t*)slot, n + 1, __ATOMIC_RELEASE);
-    __atomic_store_n(ring_word(region, REACT_RING_OFF_HEAD), n + 1, __ATOMIC_RELEASE);
-    return 0;
-}
-
 static inline double now_s(void) {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
-
-static inline void sleep_us(long us) {
-    struct timespec ts = {us / 1000000, (us % 1000000) * 1000};
-    nanosleep(&ts, NULL);
 }
 
 #endif

@@ -1,7 +1,6 @@
 """GPU checks, for a machine with a CUDA device (one is enough; `make
-test-gpu`). Without one, only the first test runs: libreact must say plainly
-that CUDA is unavailable. Multi-rank NCCL needs one GPU per rank and cannot
-run on one GPU; what one rank can run is run here."""
+test-gpu`). Without one, only the CPU case runs. Multi-rank NCCL needs one
+GPU per rank and cannot run on one GPU; what one rank can run is run here."""
 
 import contextlib
 from datetime import timedelta
@@ -11,39 +10,10 @@ import torch
 import torch.distributed as dist
 
 import react_torch
-from react_torch import _lib
 from react_torch.executor import _combine, _Recv
 from react_torch.pattern import COPY, REDUCE, Message
 
 cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device here")
-
-
-def test_cuda_availability_is_reported():
-    ok, why = _lib.cuda_available()
-    assert ok == torch.cuda.is_available(), why
-    if not ok:
-        assert why, "unavailable without a reason"
-
-
-@cuda
-def test_event_timing_matches_torch():
-    """libreact reads the same events torch does, without waiting."""
-    x = torch.randn(4096, 4096, device="cuda")
-    pairs = []
-    for k in (1, 4, 16):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        for _ in range(k):
-            x = x @ x / 4096
-        e.record()
-        pairs.append((s, e))
-    got = None
-    while got is None:
-        got = _lib.cuda_elapsed([s.cuda_event for s, _ in pairs], [e.cuda_event for _, e in pairs])
-    torch.cuda.synchronize()
-    for (s, e), sec in zip(pairs, got):
-        assert abs(sec - s.elapsed_time(e) / 1e3) < 1e-6
-    assert got[0] < got[1] < got[2]
 
 
 @cuda

@@ -146,7 +146,7 @@ if pid == 0:
     except _lib.ReactError as e:
         ok = e.code == _lib.E_FORK and "forked child" in str(e)
     # the C guard too, bypassing the Python one
-    rc = _lib._lib.react_pattern_check(None, 0)
+    rc = _lib._lib.react_pattern_layout(None, 0, None, 0, None)
     os._exit(0 if ok and rc == _lib.E_FORK else 11)
 _, st = os.waitpid(pid, 0)
 print("child", os.waitstatus_to_exitcode(st))
