@@ -2,21 +2,18 @@
 pattern's point-to-point flows on an inner process group, and times every
 flow this rank receives.
 
-Per step a rank posts all its receives, then all its sends (one message per
+Per step a rank posts all its sends and receives at once (one message per
 (step, src, dst): the flows of a message travel as one buffer, in flow order
-on both sides), then applies what it received; step s+1 starts once all of
-step s is done. A message larger than one segment travels as several, so
-that reducing a segment that has arrived overlaps with receiving the next.
-What a step needs (element ranges, segments, scratch offsets) is derived
-once per plan (Plan.cache).
+on both sides), then applies what it received. A message larger than one
+segment travels as several, so that reducing a segment that has arrived
+overlaps with receiving the next (Gloo's own ring does the same).
 
 CPU (Gloo): a flow's completion time is stamped when its message's last
 segment arrives, measured from the moment the rank posted the step; it
 includes waiting for a late sender, as the paper's event pairs do. Gloo's
-point-to-point works complete only in wait(), so in a step with several
-received messages one pool thread per further message waits and stamps
-(wait releases the GIL) while the collective's thread applies segments in a
-fixed order (deterministic results); a lone message needs no other thread.
+point-to-point works complete only in wait(), so one pool thread per
+received message waits and stamps (wait releases the GIL) while the
+training thread applies segments in a fixed order (deterministic results).
 
 CUDA (NCCL): each step's sends and receives form one coalesced batch
 (lazily created pair communicators deadlock on cyclic first steps); CUDA
@@ -117,10 +114,13 @@ def _segments(n: int, itemsize: int, seg_bytes: int = SEGMENT_BYTES) -> List[Tup
     return [(bounds[i], bounds[i + 1]) for i in range(k) if bounds[i + 1] > bounds[i]]
 
 
-def _overlap(a: List[Tuple[int, int]], b: List[Tuple[int, int]]) -> bool:
-    """Whether any element range in a meets any in b."""
-    ra = sorted(r for r in a if r[1] > r[0])
-    rb = sorted(r for r in b if r[1] > r[0])
+def _overlap(a: List[torch.Tensor], b: List[torch.Tensor]) -> bool:
+    """Whether any view in a shares elements with any view in b (all are
+    contiguous views of one flat buffer)."""
+    if not a or not b:
+        return False
+    ra = sorted((x.storage_offset(), x.storage_offset() + x.numel()) for x in a if x.numel())
+    rb = sorted((x.storage_offset(), x.storage_offset() + x.numel()) for x in b if x.numel())
     i = j = 0
     while i < len(ra) and j < len(rb):
         if ra[i][0] < rb[j][1] and rb[j][0] < ra[i][1]:
@@ -130,27 +130,6 @@ def _overlap(a: List[Tuple[int, int]], b: List[Tuple[int, int]]) -> bool:
         else:
             j += 1
     return False
-
-
-class _Msg:
-    """One message of a compiled step: the element ranges of the working
-    buffer its flows carry (in flow order on both sides), how a received one
-    is applied, its segments, and where it lives in the step's scratch."""
-
-    __slots__ = ("msg", "ranges", "kinds", "n", "segs", "direct", "off", "tag")
-
-    def __init__(self, msg: Message, ranges: List[Tuple[int, int]], kinds: Optional[List[int]], seg_bytes: int, item: int):
-        self.msg, self.ranges, self.kinds = msg, ranges, kinds
-        self.n = sum(b - a for a, b in ranges)
-        self.segs = _segments(self.n, item, seg_bytes)
-        self.direct, self.off, self.tag = False, 0, msg.tag * MAX_SEGMENTS
-
-
-class _Step:
-    __slots__ = ("sends", "recvs", "need", "early")
-
-    def __init__(self, sends: List[_Msg], recvs: List[_Msg], need: int, early: bool):
-        self.sends, self.recvs, self.need, self.early = sends, recvs, need, early
 
 
 class _Recv:
@@ -163,7 +142,7 @@ class _Recv:
                  what: str = "collective", peer: str = ""):
         self.msg, self.buf, self.parts, self.kinds, self.segs = msg, buf, parts, kinds, segs
         self.works: list = []
-        self.done: List[threading.Event] = []  # set by wait_all, for a message another thread waits for
+        self.done = [threading.Event() for _ in segs]
         self.stamp = 0.0
         self.what, self.peer = what, peer or str(msg.src)
 
@@ -172,11 +151,6 @@ class _Recv:
             w.wait()
         except Exception as e:
             raise PeerError(self.what, self.msg.step, "receiving from", self.peer, e) from e
-
-    def watched(self) -> "_Recv":
-        """Readies the events wait_all sets, before another thread runs it."""
-        self.done = [threading.Event() for _ in self.segs]
-        return self
 
     def wait_all(self) -> None:
         for w, ev in zip(self.works, self.done):
@@ -245,15 +219,15 @@ class Executor:
             self._arena[key] = a
         return a
 
-    def _ranges(self, p: Pattern, pl: Plan, flows: List[int]) -> List[Tuple[int, int]]:
-        """The element ranges of the working buffer a message's flows carry."""
-        if p.op == "allgather":
-            m = pl.block
-            return [(int(b) * m, (int(b) + 1) * m) for f in flows for b in p.blocks[p.blocks_start[f] : p.blocks_start[f + 1]]]
-        return [(int(pl.chunk_lo[p.chunk[f]]), int(pl.chunk_hi[p.chunk[f]])) for f in flows]
-
     def _parts(self, p: Pattern, pl: Plan, flows: List[int], work: torch.Tensor) -> List[torch.Tensor]:
-        return [work[a:b] for a, b in self._ranges(p, pl, flows)]
+        if p.op == "allgather":
+            out = []
+            m = pl.block
+            for f in flows:
+                for b in p.blocks[p.blocks_start[f] : p.blocks_start[f + 1]]:
+                    out.append(work[int(b) * m : (int(b) + 1) * m])
+            return out
+        return [work[int(pl.chunk_lo[p.chunk[f]]) : int(pl.chunk_hi[p.chunk[f]])] for f in flows]
 
     def peer(self, r: int) -> str:
         """A peer as errors name it: its group rank, and its global rank
@@ -273,93 +247,59 @@ class Executor:
         if work.device.type == "cuda":
             return self._run_cuda(p, pl, work, reduce)
         fct: Dict[int, float] = {}
-        what = f"{p.op} of {work.numel()} {str(work.dtype).replace('torch.', '')} ({p.algo} pattern)"
-        for st in self._compile(p, pl, work.element_size()):
-            self._step(st, work, reduce, fct, what)
+        for sends, recvs in pl.steps:
+            if sends or recvs:
+                self._step(p, pl, work, reduce, sends, recvs, fct)
         return fct
 
-    def _compile(self, p: Pattern, pl: Plan, item: int) -> List[_Step]:
-        """The plan's steps as element ranges, segments and scratch offsets,
-        derived once per plan: a call then only slices and posts."""
-        key = ("cpu", self.segment_bytes, item)
-        steps = pl.cache.get(key)
-        if steps is not None:
-            return steps
-        steps = []
-        for sends, recvs in pl.steps:
-            if not sends and not recvs:
-                continue
-            outs = [_Msg(m, self._ranges(p, pl, m.flows), None, self.segment_bytes, item) for m in sends]
-            ins = []
-            for m in recvs:
-                rs = self._ranges(p, pl, m.flows)
-                ins.append(_Msg(m, rs, self._kinds(p, m, len(rs)), self.segment_bytes, item))
-            # A rank that receives into what it sends in the same step (an
-            # exchange) must not touch it before its sends are done.
-            early = not _overlap([r for o in outs for r in o.ranges], [r for i in ins for r in i.ranges])
-            need = 0
-            for i in ins:
-                i.direct = early and len(i.ranges) == 1 and i.kinds[0] == COPY  # straight into place
-                if not i.direct:
-                    i.off, need = need, need + i.n
-            for o in outs:
-                if len(o.ranges) > 1:  # gathered into the scratch, not a fresh tensor per call
-                    o.off, need = need, need + o.n
-            steps.append(_Step(outs, ins, need, early))
-        pl.cache[key] = steps
-        return steps
-
-    def _step(self, st: _Step, work: torch.Tensor, reduce: str, fct: Dict[int, float], what: str) -> None:
+    def _step(self, p: Pattern, pl: Plan, work: torch.Tensor, reduce: str, sends: List[Message], recvs: List[Message], fct: Dict[int, float]) -> None:
+        item = work.element_size()
+        what = f"{p.op} of {work.numel()} {str(work.dtype).replace('torch.', '')} ({p.algo} pattern)"
         t0 = time.perf_counter()
-        pg = self.pg
-        scratch = self._scratch(st.need, work) if st.need else None
-        # Receives first: Gloo moves a message only once the receiver's
-        # notice has reached the sender, so that notice must not wait behind
-        # this rank's own sends (whose data the caller's thread may write).
+        out = [self._parts(p, pl, m.flows, work) for m in sends]
+        into = [self._parts(p, pl, m.flows, work) for m in recvs]
+        # A rank that receives into what it sends in the same step (an
+        # exchange) must not touch it before its sends are done.
+        early = not _overlap([x for ps in out for x in ps], [x for ps in into for x in ps])
+        send_works = []
+        for m, parts in zip(sends, out):
+            n = sum(x.numel() for x in parts)
+            if n == 0:
+                continue
+            buf = parts[0] if len(parts) == 1 else torch.cat(parts)
+            for i, (a, b) in enumerate(_segments(n, item, self.segment_bytes)):
+                send_works.append((m, self.pg.send([buf[a:b]], m.dst, m.tag * MAX_SEGMENTS + i)))
+        specs = []
+        need = 0
+        for m, parts in zip(recvs, into):
+            kinds = self._kinds(p, m, len(parts))
+            n = sum(x.numel() for x in parts)
+            direct = early and len(parts) == 1 and kinds[0] == COPY  # straight into place
+            specs.append((m, parts, kinds, n, direct, need))
+            need += 0 if direct else n
+        scratch = self._scratch(need, work) if need else None
         inbox: List[_Recv] = []
-        for i in st.recvs:
-            if i.n == 0:
-                for f in i.msg.flows:
+        for m, parts, kinds, n, direct, off in specs:
+            if n == 0:
+                for f in m.flows:
                     fct[f] = 1e-9
                 continue
-            if i.direct:
-                a, b = i.ranges[0]
-                buf = work[a:b]
-            else:
-                buf = scratch[i.off : i.off + i.n]
-            parts = [work[a:b] for a, b in i.ranges]
-            r = _Recv(i.msg, None if i.direct else buf, parts, i.kinds, i.segs, what, self.peer(i.msg.src))
-            src = i.msg.src
-            r.works = [pg.recv([buf if len(i.segs) == 1 else buf[a:b]], src, i.tag + k) for k, (a, b) in enumerate(i.segs)]
+            buf = parts[0] if direct else scratch[off : off + n]
+            r = _Recv(m, None if direct else buf, parts, kinds, _segments(n, item, self.segment_bytes), what, self.peer(m.src))
+            for i, (a, b) in enumerate(r.segs):
+                r.works.append(self.pg.recv([buf[a:b]], m.src, m.tag * MAX_SEGMENTS + i))
             inbox.append(r)
-        send_works = []
-        for o in st.sends:
-            if o.n == 0:
-                continue
-            if len(o.ranges) == 1:
-                a, b = o.ranges[0]
-                buf = work[a:b]
-            else:
-                buf = torch.cat([work[a:b] for a, b in o.ranges], out=scratch[o.off : o.off + o.n])
-            dst = o.msg.dst
-            for k, (a, b) in enumerate(o.segs):
-                send_works.append((o.msg, pg.send([buf if len(o.segs) == 1 else buf[a:b]], dst, o.tag + k)))
-        early = st.early
-        if len(inbox) == 1:
+        waiters = [self._pool().submit(r.wait_all) for r in inbox[1:]]
+        if inbox:
             inbox[0].wait_all_applying(reduce if early else None)
-        elif inbox:
-            # one pool thread per further message waits and stamps; this
-            # thread applies segments in a fixed order (deterministic)
-            waiters = [self._pool().submit(r.watched().wait_all) for r in inbox[1:]]
-            inbox[0].wait_all_applying(reduce if early else None)
-            for r, fut in zip(inbox[1:], waiters):
-                if early:
-                    for k, ev in enumerate(r.done):
-                        while not ev.wait(timeout=0.5):
-                            if fut.done():
-                                fut.result()  # a failed wait (dead peer) raises here
-                        r.apply(k, reduce)
-                fut.result()
+        for r, fut in zip(inbox[1:], waiters):
+            if early:
+                for i, ev in enumerate(r.done):
+                    while not ev.wait(timeout=0.5):
+                        if fut.done():
+                            fut.result()  # a failed wait (dead peer) raises here
+                    r.apply(i, reduce)
+            fut.result()
         for m, w in send_works:
             try:
                 w.wait()
@@ -367,8 +307,8 @@ class Executor:
                 raise PeerError(what, m.step, "sending to", self.peer(m.dst), e) from e
         for r in inbox:
             if not early:
-                for k in range(len(r.segs)):
-                    r.apply(k, reduce)
+                for i in range(len(r.segs)):
+                    r.apply(i, reduce)
             for f in r.msg.flows:
                 fct[f] = max(r.stamp - t0, 1e-9)
 

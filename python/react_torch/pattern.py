@@ -79,8 +79,6 @@ class Plan:
     chunk_lo: np.ndarray
     chunk_hi: np.ndarray
     block: int  # elements per block (allgather, reducescatter)
-    # what an executor derived from the plan once (its compiled steps), by its settings
-    cache: dict = dataclasses.field(default_factory=dict, repr=False, compare=False)
 
 
 def chunk_bounds(p: Pattern, numel: int) -> Tuple[np.ndarray, np.ndarray]:
