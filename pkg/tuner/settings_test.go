@@ -60,15 +60,7 @@ func TestOverride(t *testing.T) {
 			}
 			c := tuner.DefaultConfig()
 			err := c.Override(set)
-			if tt.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.err) {
-					t.Fatalf("error %v, want %q", err, tt.err)
-				}
-				return
-			}
-			if err != nil || !tt.want(c) {
-				t.Fatalf("%+v, %v", c, err)
-			}
+			checkConfig(t, c, err, tt.want, tt.err)
 		})
 	}
 }
@@ -92,15 +84,21 @@ func TestSet(t *testing.T) {
 		t.Run(tt.name+"="+tt.text, func(t *testing.T) {
 			c := tuner.DefaultConfig()
 			err := c.Set(tt.name, tt.text)
-			if tt.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.err) {
-					t.Fatalf("error %v, want %q", err, tt.err)
-				}
-				return
-			}
-			if err != nil || !tt.want(c) {
-				t.Fatalf("%+v, %v", c, err)
-			}
+			checkConfig(t, c, err, tt.want, tt.err)
 		})
+	}
+}
+
+// checkConfig fails t unless err contains wantErr (when given) or c passes want.
+func checkConfig(t *testing.T, c tuner.Config, err error, want func(tuner.Config) bool, wantErr string) {
+	t.Helper()
+	if wantErr != "" {
+		if err == nil || !strings.Contains(err.Error(), wantErr) {
+			t.Fatalf("error %v, want %q", err, wantErr)
+		}
+		return
+	}
+	if err != nil || !want(c) {
+		t.Fatalf("%+v, %v", c, err)
 	}
 }
