@@ -37,7 +37,7 @@ def launch(n: int, args: list, timeout: float = 1200) -> list:
     port, procs = _port(), []
     for r in range(n):
         env = dict(os.environ, RANK=str(r), WORLD_SIZE=str(n), LOCAL_RANK=str(r), LOCAL_WORLD_SIZE=str(n),
-                   MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), OMP_NUM_THREADS="1")
+                   MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), OMP_NUM_THREADS="1", REACT_HOST_ID=f"host{r}")
         procs.append(subprocess.Popen([sys.executable, __file__, "--worker", *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
     out = []
     for p in procs:

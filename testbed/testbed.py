@@ -13,6 +13,7 @@ placement runs the static baseline (REACT_TUNE=0) and then REACT
     testbed.py demo                       4 ranks, one congested rank (p=2), both tables and the swap
     testbed.py run --ranks 4 --flows 2    one placement, baseline then REACT
     testbed.py table --out results.json   the paper's Table 2 (4 and 8 ranks, p = 0, 1, 2)
+    testbed.py hosts --hosts 4 --ranks-per-host 2   hosts with several ranks: flat vs hierarchical, REACT
     testbed.py calibrate                  collective time at rate R vs 2R vs unshaped, CPU use
     testbed.py clean [--all]              remove leftovers (namespaces, links, processes) by prefix
     testbed.py check                      exit 0 if namespaces can be made here, 77 (and why) if not
@@ -29,237 +30,26 @@ import argparse
 import glob
 import json
 import os
-import re
-import shutil
 import signal
-import subprocess
 import sys
 import tempfile
 import time
 from typing import Dict, List, Optional, Tuple
 
+# leftovers: tests reach the namespaces' helpers through this module
+from netns import Testbed, Unavailable, check_available, clean, leftovers, library, log, python_exe  # noqa: F401
+from swaps import describe_swap, fct_file
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
-PREFIX = "rtb"
 EXIT_UNAVAILABLE = 77  # namespaces cannot be made here: callers fall back (e.g. to the simulator)
-SUBNET = "10.77.0"  # private to the namespaces: the bridge has no address, nothing routes out
 MASTER_PORT = 29500
 FLOW_PORT = 5201
-DEFAULT_VENV = os.path.expanduser("~/.cache/react-torch/venv-torch2.15.0")
 
 # Chosen by `calibrate` on a 2-core machine (docs/testbed.md): at these the
 # collective time follows the link rate, not the CPUs.
 DEFAULT_RATE = "200mbit"
 DEFAULT_SIZE = "2M"
-
-
-class Unavailable(Exception):
-    """Network namespaces cannot be made here (not root, no ip/tc, no netns)."""
-
-
-def log(msg: str) -> None:
-    print(f"[testbed {time.strftime('%H:%M:%S')}] {msg}", file=sys.stderr, flush=True)
-
-
-def sh(*argv: str, check: bool = True, quiet: bool = False) -> subprocess.CompletedProcess:
-    p = subprocess.run(list(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    if check and p.returncode != 0:
-        raise RuntimeError(f"{' '.join(argv)}: exit {p.returncode}: {p.stderr.strip()}")
-    return p
-
-
-def python_exe() -> str:
-    env = os.environ.get("TESTBED_PYTHON")
-    if env:
-        return env
-    v = os.path.join(os.environ.get("VENV", DEFAULT_VENV), "bin", "python")
-    return v if os.path.exists(v) else sys.executable
-
-
-def library() -> str:
-    return os.environ.get("REACT_LIBRARY") or os.path.join(ROOT, "build", "libreact.so")
-
-
-def check_available() -> None:
-    """Raises Unavailable with the reason when namespaces cannot be made."""
-    if not sys.platform.startswith("linux"):
-        raise Unavailable(f"needs Linux network namespaces; this is {sys.platform}")
-    if os.geteuid() != 0:
-        raise Unavailable("needs root (it creates network namespaces, veths, a bridge and tc qdiscs); run as root or use the simulator")
-    for tool in ("ip", "tc"):
-        if shutil.which(tool) is None:
-            raise Unavailable(f"'{tool}' (iproute2) is not installed")
-    probe = f"{PREFIX}{os.getpid()}-probe"
-    p = sh("ip", "netns", "add", probe, check=False)
-    if p.returncode != 0:
-        raise Unavailable(f"cannot create a network namespace: {p.stderr.strip()}")
-    try:
-        q = sh("ip", "link", "add", f"{PREFIX}{os.getpid()}pb", "type", "bridge", check=False)
-        if q.returncode != 0:
-            raise Unavailable(f"cannot create a Linux bridge: {q.stderr.strip()}")
-        sh("ip", "link", "del", f"{PREFIX}{os.getpid()}pb", check=False)
-    finally:
-        sh("ip", "netns", "del", probe, check=False)
-
-
-# ---------------------------------------------------------------- cleanup by prefix
-
-_NAME = re.compile(rf"^{PREFIX}(\d+)")
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-        return True
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-
-
-def leftovers(pid: Optional[int] = None, include_live: bool = False) -> Dict[str, List[str]]:
-    """Namespaces, links and processes named with our prefix: of one testbed pid,
-    or of every dead testbed pid (and live ones too with include_live)."""
-
-    def mine(name: str) -> bool:
-        m = _NAME.match(name)
-        if not m:
-            return False
-        owner = int(m.group(1))
-        if pid is not None:
-            return owner == pid
-        return include_live or not _alive(owner)
-
-    out = {"netns": [], "links": [], "pids": []}
-    p = sh("ip", "netns", "list", check=False)
-    for line in p.stdout.splitlines():
-        name = line.split()[0] if line.strip() else ""
-        if mine(name):
-            out["netns"].append(name)
-            q = sh("ip", "netns", "pids", name, check=False)
-            out["pids"] += [x for x in q.stdout.split() if x.isdigit()]
-    p = sh("ip", "-o", "link", "show", check=False)
-    for line in p.stdout.splitlines():
-        parts = line.split(":", 2)
-        if len(parts) >= 2:
-            name = parts[1].strip().split("@")[0]
-            if mine(name):
-                out["links"].append(name)
-    return out
-
-
-def clean(pid: Optional[int] = None, include_live: bool = False) -> Dict[str, List[str]]:
-    """Kills the processes inside our namespaces, deletes the namespaces, then the links."""
-    found = leftovers(pid, include_live)
-    for x in found["pids"]:
-        try:
-            os.kill(int(x), signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-    deadline = time.monotonic() + 5
-    for ns in found["netns"]:
-        while time.monotonic() < deadline and sh("ip", "netns", "pids", ns, check=False).stdout.strip():
-            time.sleep(0.05)
-        sh("ip", "netns", "del", ns, check=False)
-    for link in sorted(found["links"], key=lambda n: n.endswith("br")):  # veths first, the bridge last
-        sh("ip", "link", "del", link, check=False)
-    return found
-
-
-# ---------------------------------------------------------------- the network
-
-
-class Testbed:
-    """A star: hosts (namespaces) on one bridge, each link shaped both ways."""
-
-    def __init__(self, nranks: int, nexternal: int, rate: Optional[str], burst: str = "64kb", latency: str = "20ms"):
-        self.tag = f"{PREFIX}{os.getpid()}"
-        self.nranks, self.nexternal = nranks, nexternal
-        self.rate, self.burst, self.latency = rate, burst, latency
-        self.bridge = f"{self.tag}br"
-        self.hosts: List[Tuple[str, str, str]] = []  # (namespace, bridge-side veth, ip)
-        for i in range(nranks):
-            self.hosts.append((f"{self.tag}-r{i}", f"{self.tag}a{i}", f"{SUBNET}.{i + 1}"))
-        for j in range(nexternal):
-            self.hosts.append((f"{self.tag}-x{j}", f"{self.tag}a{nranks + j}", f"{SUBNET}.{101 + j}"))
-        self.procs: List[subprocess.Popen] = []
-        self.made = False
-
-    def rank(self, i: int) -> Tuple[str, str, str]:
-        return self.hosts[i]
-
-    def external(self, j: int) -> Tuple[str, str, str]:
-        return self.hosts[self.nranks + j]
-
-    def up(self) -> None:
-        self.made = True  # from here on down() has something to remove
-        sh("ip", "link", "add", self.bridge, "type", "bridge", "stp_state", "0")
-        sh("ip", "link", "set", self.bridge, "up")
-        for idx, (ns, veth, ip) in enumerate(self.hosts):
-            peer = f"{self.tag}b{idx}"
-            sh("ip", "netns", "add", ns)
-            sh("ip", "link", "add", veth, "type", "veth", "peer", "name", peer)
-            sh("ip", "link", "set", peer, "netns", ns)
-            sh("ip", "link", "set", veth, "master", self.bridge, "up")
-            n = ("ip", "netns", "exec", ns)
-            sh(*n, "ip", "link", "set", "lo", "up")
-            sh(*n, "ip", "link", "set", peer, "name", "eth0")
-            sh(*n, "ip", "addr", "add", f"{ip}/24", "dev", "eth0")
-            sh(*n, "ip", "link", "set", "eth0", "up")
-            self.shape(idx, self.rate)
-        self.wait_reachable()
-
-    def shape(self, idx: int, rate: Optional[str]) -> None:
-        ns, veth, _ = self.hosts[idx]
-        for dev, pre in ((veth, ()), ("eth0", ("ip", "netns", "exec", ns))):
-            sh(*pre, "tc", "qdisc", "del", "dev", dev, "root", check=False, quiet=True)
-            if rate:
-                sh(*pre, "tc", "qdisc", "add", "dev", dev, "root", "tbf", "rate", rate, "burst", self.burst, "latency", self.latency)
-
-    def wait_reachable(self, timeout: float = 10.0) -> None:
-        ns0 = self.hosts[0][0]
-        deadline = time.monotonic() + timeout
-        for _, _, ip in self.hosts[1:]:
-            while sh("ip", "netns", "exec", ns0, "ping", "-c1", "-W1", ip, check=False).returncode != 0:
-                if shutil.which("ping") is None or time.monotonic() > deadline:
-                    return
-                time.sleep(0.1)
-
-    def popen(self, ns: str, argv: List[str], env: Dict[str, str], stdout, stderr) -> subprocess.Popen:
-        p = subprocess.Popen(["ip", "netns", "exec", ns, *argv], env=env, stdout=stdout, stderr=stderr,
-                             stdin=subprocess.DEVNULL, start_new_session=True)
-        self.procs.append(p)
-        return p
-
-    def stop(self, procs: List[subprocess.Popen], grace: float = 5.0) -> None:
-        for p in procs:
-            if p.poll() is None:
-                try:
-                    os.killpg(p.pid, signal.SIGTERM)
-                except ProcessLookupError:
-                    pass
-        deadline = time.monotonic() + grace
-        for p in procs:
-            try:
-                p.wait(timeout=max(0.1, deadline - time.monotonic()))
-            except subprocess.TimeoutExpired:
-                try:
-                    os.killpg(p.pid, signal.SIGKILL)
-                except ProcessLookupError:
-                    pass
-                p.wait()
-
-    def down(self) -> None:
-        sigs = {signal.SIGINT, signal.SIGTERM, signal.SIGHUP}
-        old = signal.pthread_sigmask(signal.SIG_BLOCK, sigs)  # a second ^C must not stop the cleanup
-        try:
-            self.stop(self.procs, grace=2.0)
-            self.procs = []
-            if self.made:
-                clean(pid=os.getpid())
-                self.made = False
-        finally:
-            signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 # ---------------------------------------------------------------- one run
@@ -280,11 +70,13 @@ def size_bytes(s: str) -> int:
 
 def run_bench(tb: Testbed, tune: bool, size: str, epochs: int, warmup: int, flows: int, target: int, workdir: str,
               extra_env: Optional[Dict[str, str]] = None, timeout: float = 900, with_gloo: bool = False,
-              label: str = "", direction: str = "in") -> dict:
+              label: str = "", direction: str = "in", per_host: int = 1, hosts: str = "") -> dict:
     """One bench run with `flows` external flows into (direction "in") or out of ("out")
-    rank `target`, one per external host; returns its record."""
+    host `target`, one per external host; returns its record. Each host
+    runs per_host ranks (ranks r*per_host .. of host r), which share its
+    link; hosts, if given, is REACT_HOSTS (flat or hier)."""
     py = python_exe()
-    n = tb.nranks
+    n = tb.nranks * per_host
     name = f"{'react' if tune else 'baseline'}{label}"
     times_path = os.path.join(workdir, f"{name}.bench.json")
     fct_path = os.path.join(workdir, f"{name}.fct")
@@ -323,10 +115,11 @@ def run_bench(tb: Testbed, tune: bool, size: str, epochs: int, warmup: int, flow
     ct0 = os.times()  # the ranks are our children: their CPU time is ours once reaped
     t0 = time.monotonic()
     for r in range(n):
-        ns = tb.rank(r)[0]
+        ns = tb.rank(r // per_host)[0]
         env = dict(base_env)
         env.update({
-            "RANK": str(r), "WORLD_SIZE": str(n), "LOCAL_RANK": "0", "LOCAL_WORLD_SIZE": "1", "GROUP_RANK": str(r),
+            "RANK": str(r), "WORLD_SIZE": str(n), "LOCAL_RANK": str(r % per_host), "LOCAL_WORLD_SIZE": str(per_host),
+            "GROUP_RANK": str(r // per_host),
             "MASTER_ADDR": master, "MASTER_PORT": str(MASTER_PORT), "GLOO_SOCKET_IFNAME": "eth0",
             "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1",
             "PYTHONPATH": os.pathsep.join([os.environ.get("TESTBED_SRC") or os.path.join(ROOT, "python")] + ([os.environ["PYTHONPATH"]] if os.environ.get("PYTHONPATH") else [])),
@@ -334,6 +127,8 @@ def run_bench(tb: Testbed, tune: bool, size: str, epochs: int, warmup: int, flow
         })
         if tune:
             env["REACT_FCT_LOG"] = fct_path
+        if hosts:
+            env["REACT_HOSTS"] = hosts
         env.update(extra_env or {})
         o = open(os.path.join(workdir, f"{name}.rank{r}.log"), "w+")
         outs.append(o)
@@ -382,128 +177,26 @@ def run_bench(tb: Testbed, tune: bool, size: str, epochs: int, warmup: int, flow
     busy = (c1[0] - c1[1]) - (c0[0] - c0[1])
     tot = c1[0] - c0[0]
     res = {
-        "mode": "react" if tune else "baseline", "ranks": n, "flows": flows, "target": target if flows else None, "direction": direction,
+        "mode": "react" if tune else "baseline", "ranks": n, "hosts": tb.nranks, "ranks_per_host": per_host,
+        "hosts_mode": hosts or "auto", "flows": flows, "target": target if flows else None, "direction": direction,
         "size": size_bytes(size), "epochs": epochs, "warmup": warmup,
         "mean_s": rec["mean_s"], "p95_s": rec["p95_s"], "wrong": rec["wrong"], "times_s": rec["times_s"],
         "changes": rec.get("switches", -1), "wall_s": round(wall, 2), "cpu_util": round(busy / tot, 3) if tot else None,
         "rank_cpu_util": round((ct1.children_user + ct1.children_system - ct0.children_user - ct0.children_system) / wall / (os.cpu_count() or 1), 3),
         "cpu_cores": os.cpu_count(), "flows_measured": flow_res, "table": table,
     }
-    key_log = fct_file(fct_path, rec["count"])
+    hier = per_host > 1 and hosts != "flat" or hosts == "hier"
+    # a hierarchical job's patterns are its rails' (vertices: hosts; rail 0's log, shards of the call)
+    key_log = fct_file(fct_path + ".rail0", -(-rec["count"] // per_host)) if hier else fct_file(fct_path, rec["count"])
     if tune and key_log:
         res["fct_log"] = key_log
-        res["swap"] = describe_swap(key_log, target if flows else None, size_bytes(size))
+        into = (target if hier else target * per_host) if flows else None
+        res["swap"] = describe_swap(key_log, into, size_bytes(size) // (per_host if hier else 1))
     if with_gloo:
         g = [r for r in recs if r["backend"] != "react"]
         if g:
             res["gloo_mean_s"], res["gloo_p95_s"] = g[0]["mean_s"], g[0]["p95_s"]
     return res
-
-
-# ---------------------------------------------------------------- what REACT changed
-
-
-def fct_file(base: str, count: int) -> Optional[str]:
-    """The benchmarked key's FCT log: REACT_FCT_LOG=base writes base.OP.DTYPE.NUMEL.jsonl per key
-    (older backends wrote every key into base itself)."""
-    for p in (f"{base}.allreduce.float32.{count}.jsonl", base):
-        if os.path.exists(p):
-            return p
-    return None
-
-
-def _load_fct(path: str, nbytes: int) -> Dict[int, List[dict]]:
-    """Flows of the benchmarked key per pattern version (the barrier's key is skipped)."""
-    by_epoch_ver: Dict[int, Dict[int, dict]] = {}
-    with open(path) as f:
-        for line in f:
-            d = json.loads(line)
-            if "flow" not in d or d["bytes"] < nbytes / 64:  # the barrier's key logs tiny flows
-                continue
-            by_epoch_ver.setdefault(d["version"], {})[d["flow"]] = d
-    out = {}
-    for ver, flows in by_epoch_ver.items():
-        out[ver] = [flows[k] for k in sorted(flows)]
-    return out
-
-
-def describe_swap(path: str, target: Optional[int], nbytes: int) -> dict:
-    vers = _load_fct(path, nbytes)
-    if not vers:
-        return {"versions": [], "text": "no FCT log of the benchmarked collective"}
-    first, last = min(vers), max(vers)
-    a, b = vers[first], vers[last]
-
-    def into(fl, r):
-        return sum(1 for x in fl if x["dst"] == r), sum(x["bytes"] for x in fl if x["dst"] == r)
-
-    def roles(fl, r):
-        # per chunk: how many flows rank r receives and sends
-        out = {}
-        for x in fl:
-            c = out.setdefault(x["chunk"], [0, 0])
-            if x["dst"] == r:
-                c[0] += 1
-            if x["src"] == r:
-                c[1] += 1
-        return out
-
-    perms = {}
-    if len(a) == len(b):
-        for c in sorted({x["chunk"] for x in a}):
-            m, ok = {}, True
-            for x, y in zip(a, b):
-                if x["chunk"] != c:
-                    continue
-                for u, v in ((x["src"], y["src"]), (x["dst"], y["dst"])):
-                    if m.setdefault(u, v) != v:
-                        ok = False
-            if ok:
-                perms[c] = "ranks swapped " + _cycles(m) if _cycles(m) != "unchanged" else "unchanged"
-            else:
-                moved = [f"s{x['step']} {x['src']}->{x['dst']} => {y['src']}->{y['dst']}" for x, y in zip(a, b)
-                         if x["chunk"] == c and (x["src"], x["dst"]) != (y["src"], y["dst"])]
-                perms[c] = "flows moved: " + ", ".join(moved)
-    lines = [f"pattern versions run: {sorted(vers)} (first {first}, last {last})"]
-    for c, p in perms.items():
-        lines.append(f"  chunk {c}: {p}")
-    res = {"versions": sorted(vers), "permutations": {str(c): p for c, p in perms.items()}}
-    if target is not None:
-        fa, fb = into(a, target), into(b, target)
-        lines.append(f"  congested rank {target}: receives {fa[0]} flows ({fa[1] / 2**20:.1f} MiB) per epoch in v{first}, "
-                     f"{fb[0]} flows ({fb[1] / 2**20:.1f} MiB) in v{last}")
-        ra, rb = roles(a, target), roles(b, target)
-        for c in sorted(ra):
-            lines.append(f"    chunk {c}: in/out flows {ra[c][0]}/{ra[c][1]} -> {rb.get(c, [0, 0])[0]}/{rb.get(c, [0, 0])[1]}")
-        res.update({"target": target, "flows_into_target_before": fa[0], "flows_into_target_after": fb[0],
-                    "bytes_into_target_before": fa[1], "bytes_into_target_after": fb[1]})
-    res["edges_before"] = _edges(a)
-    res["edges_after"] = _edges(b)
-    res["text"] = "\n".join(lines)
-    return res
-
-
-def _cycles(m: Dict[int, int]) -> str:
-    seen, cyc = set(), []
-    for s in sorted(m):
-        if s in seen or m[s] == s:
-            seen.add(s)
-            continue
-        c, x = [], s
-        while x not in seen and x in m:
-            seen.add(x)
-            c.append(x)
-            x = m[x]
-        if len(c) > 1:
-            cyc.append("(" + " ".join(str(v) for v in c) + ")")
-    return " ".join(cyc) if cyc else "unchanged"
-
-
-def _edges(fl: List[dict]) -> Dict[str, List[str]]:
-    out: Dict[str, List[str]] = {}
-    for x in fl:
-        out.setdefault(f"chunk{x['chunk']}", []).append(f"s{x['step']}:{x['src']}->{x['dst']}")
-    return out
 
 
 # ---------------------------------------------------------------- commands
@@ -517,11 +210,13 @@ def _placement(args, tb: Testbed, flows: int, target: int, workdir: str, label: 
         mode = "react" if tune else "baseline"
         if mode not in modes:
             continue
-        where = f" ({getattr(args, 'direction', 'in')} rank {target})" if flows else ""
-        log(f"{tb.nranks} ranks, p={flows}{where}, {mode}: {args.epochs} epochs of {args.size} at {tb.rate or 'unshaped'}")
+        where = f" ({getattr(args, 'direction', 'in')} host {target})" if flows else ""
+        per_host, hosts = getattr(args, "ranks_per_host", 1), getattr(args, "hosts_mode", "")
+        shape = f"{tb.nranks} hosts x {per_host} ranks ({hosts or 'auto'})" if per_host > 1 else f"{tb.nranks} ranks"
+        log(f"{shape}, p={flows}{where}, {mode}: {args.epochs} epochs of {args.size} at {tb.rate or 'unshaped'}")
         runs[mode] = run_bench(tb, tune, args.size, args.epochs, args.warmup, flows, target, workdir,
                                timeout=args.timeout, with_gloo=getattr(args, "with_gloo", False), label=label,
-                               direction=getattr(args, "direction", "in"))
+                               direction=getattr(args, "direction", "in"), per_host=per_host, hosts=hosts)
         r = runs[mode]
         log(f"  mean {r['mean_s'] * 1e3:.1f} ms, p95 {r['p95_s'] * 1e3:.1f} ms, changes {r['changes']}, wrong {r['wrong']}, "
             f"cpu: ranks {r['rank_cpu_util'] * 100:.0f}%, machine {r['cpu_util'] * 100:.0f}% of {r['cpu_cores']} cores, wall {r['wall_s']}s")
@@ -632,6 +327,57 @@ def _table_doc(args, rows) -> dict:
             "table": format_table2(rows), "rows": slim}
 
 
+def format_hosts(rows: List[dict]) -> str:
+    out = ["hosts x ranks  p   hier/flat static   REACT speedup over hier static   # changes",
+           "                   mean time ratio      mean      p95"]
+    for r in rows:
+        out.append(f"{r['hosts']:>5} x {r['ranks_per_host']:<5} {r['p']:>2}   {r['hier_over_flat']:>15.3f}   "
+                   f"{r['speedup_mean']:>10.3f} {r['speedup_p95']:>8.3f}   {r['changes']:>9}")
+    return "\n".join(out)
+
+
+def cmd_hosts(args) -> int:
+    """Hosts with several ranks sharing their host's link: per p, the flat
+    static pattern over all ranks, the hierarchical static one (patterns over
+    hosts per rail) and hierarchical REACT, on one placement."""
+    rows = []
+    ps = [int(x) for x in args.p.split(",")]
+    with tempfile.TemporaryDirectory(prefix="react-testbed-") as tmp:
+        workdir = args.workdir or tmp
+        os.makedirs(workdir, exist_ok=True)
+        tb = _new_testbed(args, args.hosts, max(ps + [1]))
+        try:
+            tb.up()
+            for p in ps:
+                target = args.target if args.target >= 0 else default_target(args.hosts)
+                args.hosts_mode, args.modes = "flat", "baseline"
+                flat = _placement(args, tb, p, target, workdir, label=f"-flat-p{p}")
+                args.hosts_mode, args.modes = "hier", "baseline,react"
+                res = _placement(args, tb, p, target, workdir, label=f"-hier-p{p}")
+                res.update({"hosts": args.hosts, "ranks_per_host": args.ranks_per_host, "flat": flat["baseline"],
+                            "hier_over_flat": res["baseline"]["mean_s"] / flat["baseline"]["mean_s"]})
+                rows.append(res)
+                print(f"# {args.hosts} hosts x {args.ranks_per_host} p={p}: hier/flat {res['hier_over_flat']:.3f}, REACT speedup mean "
+                      f"{res['speedup_mean']:.3f} p95 {res['speedup_p95']:.3f} changes {res['changes']}", flush=True)
+                if args.out:
+                    _dump(args.out, _hosts_doc(args, rows))
+        finally:
+            tb.down()
+    print(f"Hosts with several ranks (testbed): {args.size} tree AllReduce, links {args.rate}; hier/flat: the static "
+          "hierarchical pattern's mean time over the flat one's; speedup: hierarchical static over hierarchical REACT")
+    print(format_hosts(rows))
+    if args.out:
+        _dump(args.out, _hosts_doc(args, rows))
+    return 0
+
+
+def _hosts_doc(args, rows) -> dict:
+    slim = [{k: ({kk: vv for kk, vv in v.items() if kk != "table"} if isinstance(v, dict) else v) for k, v in r.items()} for r in rows]
+    return {"format": "react.testbed.hosts/v1", "op": "allreduce", "algo": "tree", "rate": args.rate, "size": size_bytes(args.size),
+            "epochs": args.epochs, "warmup": args.warmup, "hosts": args.hosts, "ranks_per_host": args.ranks_per_host,
+            "cpu_cores": os.cpu_count(), "table": format_hosts(rows), "rows": slim}
+
+
 def default_target(n: int) -> int:
     """The congested rank: one that is an inner vertex of a tree (not rank 0, the leader and store)."""
     return 1
@@ -725,13 +471,20 @@ def main(argv=None) -> int:
 
     p = sub.add_parser("run", help="one placement: baseline then REACT")
     common(p, 100)
-    p.add_argument("--ranks", type=int, default=4)
-    p.add_argument("--flows", type=int, default=1, help="p: external flows into the target rank")
+    p.add_argument("--ranks", "--hosts", type=int, default=4, help="hosts that run ranks (each --ranks-per-host of them)")
+    p.add_argument("--ranks-per-host", type=int, default=1, help="ranks a host runs; they share its link")
+    p.add_argument("--hosts-mode", default="", choices=["", "auto", "flat", "hier"], help="REACT_HOSTS of the ranks (default: theirs)")
+    p.add_argument("--flows", type=int, default=1, help="p: external flows into the target host")
     p.add_argument("--with-gloo", action="store_true", help="also time the inner Gloo allreduce")
     p.add_argument("--modes", default="baseline,react", help="which runs: baseline, react or both")
     p = sub.add_parser("table", help="the paper's Table 2")
     common(p, 100)
     p.add_argument("--ranks", default="4,8")
+    p.add_argument("--p", default="0,1,2")
+    p = sub.add_parser("hosts", help="hosts with several ranks: flat static, hierarchical static and REACT per p")
+    common(p, 60)
+    p.add_argument("--hosts", type=int, default=4)
+    p.add_argument("--ranks-per-host", type=int, default=2)
     p.add_argument("--p", default="0,1,2")
     p = sub.add_parser("demo", help="4 ranks, one congested rank")
     common(p, 0)
@@ -754,7 +507,7 @@ def main(argv=None) -> int:
     for s in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(s, _on_signal)
     try:
-        return {"run": cmd_run, "table": cmd_table, "demo": cmd_demo, "calibrate": cmd_calibrate,
+        return {"run": cmd_run, "table": cmd_table, "hosts": cmd_hosts, "demo": cmd_demo, "calibrate": cmd_calibrate,
                 "clean": cmd_clean, "check": cmd_check}[args.cmd](args)
     except KeyboardInterrupt:
         log("interrupted; cleaned up")

@@ -25,7 +25,7 @@ from typing import Dict, List, Optional
 import torch
 import torch.distributed as dist
 
-from . import _lib, agree
+from . import _lib, agree, config, hier, hosts
 from .config import Config, from_env
 from .control import Control, KeyState
 from .executor import AVG, Executor, check_reduce, reduce_name
@@ -67,9 +67,31 @@ class ReactBackend(Delegated, _C10dBackend):
         self._pid = os.getpid()  # a forked child must not use the group
         agree.settings(self.cfg, size, self._ctrl_pg)
         self._check = agree.CallCheck(self._gloo, rank, size) if size > 1 and self.cfg.check_calls else None
-        self._control = Control(self.cfg, self._ctrl_pg, rank, size, self._decode) if size > 1 and self.cfg.tune else None
+        self.layout = hosts.discover(store, rank, size) if size > 1 and self.cfg.hosts != "flat" else None
+        self._hier = self._hierarchical(store) if self.layout is not None and self.layout.hierarchical(self.cfg.hosts) else None
+        tuned = size > 1 and self.cfg.tune and self._hier is None
+        self._control = Control(self.cfg, self._ctrl_pg, rank, size, self._decode) if tuned else None
         _live.add(self)
         _held.add(self)
+
+    def _hierarchical(self, store) -> hier.Hier:
+        """This rank's host group and rail (hier.py). A rail is a react
+        group of one rank a host: its own keys, control plane and tuner; a
+        congested rank of the group is its host's, for every rail."""
+        lay, rank = self.layout, self._rank
+        h, i = lay.host(rank), lay.local(rank)
+        host = hier.HostGroup(store, h, i, len(lay.hosts[h]), self._timeout)
+        rail = None
+        if i < lay.rails and len(lay.hosts) > 1:
+            slow = self.cfg.test_slow_rank
+            rcfg = config.replace(self.cfg, hosts="flat", check_calls=False, leader=lay.host(self.cfg.leader),
+                                  test_slow_rank=lay.host(slow) if slow >= 0 else -1,
+                                  fct_log=f"{self.cfg.fct_log}.rail{i}" if self.cfg.fct_log else "")
+            rail = ReactBackend(dist.PrefixStore(f"react/rail{i}", store), h, len(lay.hosts), self._timeout, rcfg,
+                                group_name=f"{self.group_name}/rail{i}", global_ranks=[self.global_ranks[r] for r in lay.rail(i)])
+        log.info("react_torch: group %s rank %d: hierarchical over %s; host %d, local rank %d%s", self.group_name, rank,
+                 lay.describe(), h, i, f", rail {i}" if rail is not None else "")
+        return hier.Hier(lay, rank, host, rail, rail._run if rail is not None else None, self._check)
 
     # ---- identity
     def getBackendName(self) -> str:
@@ -103,6 +125,8 @@ class ReactBackend(Delegated, _C10dBackend):
             w, self._worker = self._worker, None
         if w is not None:
             w.shutdown(wait=True)
+        if self._hier is not None and self._hier.rail is not None:
+            self._hier.rail.shutdown()
         if self._control is not None:
             self._control.close(self._timeout.total_seconds() + 10)
             self._closed_stats = self._control.stats()
@@ -114,7 +138,10 @@ class ReactBackend(Delegated, _C10dBackend):
     def stats(self) -> List[dict]:
         """Per collective key: calls so far, the pattern version in force, the
         patterns switched to and refused, and the epochs that waited for the
-        control plane (and for how long)."""
+        control plane (and for how long). A hierarchical group's keys are
+        its rail's (one rank a host, shards of the calls)."""
+        if self._hier is not None:
+            return self._hier.rail.stats() if self._hier.rail is not None else []
         out = []
         for (op, dtype, numel, root), st in self._keys.items():
             out.append({"op": op, "dtype": dtype, "numel": numel, "root": root, "algo": st.pattern.algo, "epochs": st.epoch,
@@ -125,7 +152,9 @@ class ReactBackend(Delegated, _C10dBackend):
     def control_stats(self) -> dict:
         """The control plane's counters: exchanges answered, operations on
         the control group, epochs that waited for it and the seconds they
-        waited, pattern switches."""
+        waited, pattern switches (a hierarchical group's: its rail's)."""
+        if self._hier is not None and self._hier.rail is not None:
+            return self._hier.rail.control_stats()
         if self._control is None:
             return dict(self._closed_stats) if self._closed_stats else {"exchanges": 0, "control_messages": 0, "waits": 0, "wait_s": 0.0, "switches": 0}
         return self._control.stats()
@@ -165,6 +194,8 @@ class ReactBackend(Delegated, _C10dBackend):
         """Runs one collective call's pattern on work. Every rank first
         compares its call with the others' (agree.CallCheck), so a mismatch
         fails on every rank before any data moves."""
+        if self._hier is not None:
+            return self._hier.run(op, t, numel, work, reduce, root)
         dtype = str(t.dtype).replace("torch.", "")
         redop = reduce if op in ("allreduce", "reduce", "reducescatter") else ""
         if numel == 0:  # nothing to move, but a rank with data must not wait for this one

@@ -165,8 +165,18 @@ def _switches(group, call: Call) -> Optional[int]:
     b = react_torch.backend_of(group)
     if b is None:
         return None
-    st = getattr(b, "_keys", {}).get((call.op, "float32", call.numel, call.root))
+    if b._hier is not None:  # the rail's keys are shards of the calls: this op's, all sizes so far
+        return sum(k["switches"] for k in b.stats() if k["op"] == call.op)
+    st = b._keys.get((call.op, "float32", call.numel, call.root))
     return st.switches if st is not None else 0
+
+
+def _hosts(group) -> str:
+    b = react_torch.backend_of(group)
+    if b is None or b.layout is None:
+        return "one rank a host (flat)" if b is not None else "not react"
+    how = "hierarchical: inter-host patterns per rail" if b._hier is not None else "flat: one pattern over the ranks"
+    return f"{b.layout.describe()}, {how} (REACT_HOSTS, REACT_HOST_ID)"
 
 
 HEAD = ("size", "count", "type", "redop", "root", "backend", "time", "p95", "algbw", "busbw", "#wrong")
@@ -216,6 +226,7 @@ def main(argv=None):
     if rank == 0:
         print(f"# react_torch.bench: {args.op}, {n} ranks, float32; per size and backend {args.warmup} warm-up and {args.iters} timed "
               f"iterations, the backends in alternating blocks of {args.block}")
+        print(f"# hosts: {_hosts(None)}")
         print("# size: whole buffer (allgather: output, reducescatter: input); count: elements of the call "
               "(allgather: sent per rank, reducescatter: received per rank), as nccl-tests")
         print("# time: mean of the slowest rank's time per iteration; p95: its nearest-rank 95th percentile"

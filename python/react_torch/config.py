@@ -19,6 +19,7 @@ log = logging.getLogger("react_torch")
 # react_torch's own settings: name -> (environment variable, type, default, help)
 _FIELDS = {
     "tune": ("REACT_TUNE", bool, True, "run the tuner; 0 keeps the static patterns"),
+    "hosts": ("REACT_HOSTS", str, "auto", "auto (hierarchical when a host runs several ranks of the group), flat (one pattern over every rank) or hier"),
     "algo_allreduce": ("REACT_ALGO_ALLREDUCE", str, "tree", "tree, ring or halving_doubling"),
     "algo_allgather": ("REACT_ALGO_ALLGATHER", str, "ring", "ring or recursive_doubling"),
     "algo_reducescatter": ("REACT_ALGO_REDUCESCATTER", str, "ring", "ring"),
@@ -72,6 +73,7 @@ def variable(name: str) -> str:
 @dataclasses.dataclass
 class Config:
     tune: bool = True
+    hosts: str = "auto"
     algo_allreduce: str = "tree"
     algo_allgather: str = "ring"
     algo_reducescatter: str = "ring"
@@ -183,6 +185,8 @@ def _show(name: str, cfg: Config) -> str:
     return f"{variable(name)}={getattr(cfg, name)!r}"
 
 
+HOSTS = ("auto", "flat", "hier")
+
 # REACT_LOG_LEVEL -> capi/react.h's REACT_LOG_* (Go's levels start at -1).
 LOG_LEVELS = {0: -1, 1: 0, 2: 1, 3: 2, 4: 6}
 
@@ -195,6 +199,8 @@ def validate(cfg: Config, size: int) -> List[str]:
     from . import _lib
 
     bad = []
+    if cfg.hosts not in HOSTS:
+        bad.append(f"{_show('hosts', cfg)}: want {', '.join(HOSTS)}")
     if cfg.log_level not in LOG_LEVELS:
         bad.append(f"{_show('log_level', cfg)}: want 0 (debug), 1 (info), 2 (warn), 3 (error) or 4 (off)")
     if not 0 <= cfg.leader < size:
@@ -237,7 +243,7 @@ def _why(e: Exception) -> str:
 
 # Settings every rank must share: each rank runs the same pattern, switch
 # epoch and segment tags only when they agree.
-AGREE = ("tune", "algo_allreduce", "algo_allgather", "algo_reducescatter", "algo_broadcast", "algo_reduce",
+AGREE = ("tune", "hosts", "algo_allreduce", "algo_allgather", "algo_reducescatter", "algo_broadcast", "algo_reduce",
          "leader", "segment_bytes", "min_calls", "Lag", "check_calls")
 
 

@@ -144,6 +144,53 @@ def switch():
     print(f"OK switch versions={sorted(set(versions))}", flush=True)
 
 
+def hostswitch():
+    """Hosts with several ranks (REACT_HOST_ID): the slow rank's host is
+    made up congested on every rail's leader; each rail's tuner switches
+    its inter-host pattern mid-run, results stay exact, and the ranks of a
+    rail run the same version at every epoch."""
+    rank, n, gloo = init()
+    pg = react_torch.backend_of()
+    lay = pg.layout
+    rail = lay.local(rank)
+    versions = []
+    for it in range(80):
+        x = data(rank, 8192, torch.int64, it)
+        ref = x.clone()
+        dist.all_reduce(x)
+        dist.all_reduce(ref, group=gloo)
+        same(x, ref, f"epoch {it}")
+        st = pg.stats()
+        v = torch.tensor([rail, st[0]["version"] if st else -1])
+        allv = [torch.zeros(2, dtype=torch.int64) for _ in range(n)]
+        dist.all_gather(allv, v, group=gloo)
+        by_rail = {}
+        for t in allv:
+            by_rail.setdefault(int(t[0]), set()).add(int(t[1]))
+        if any(len(vs) > 1 for r, vs in by_rail.items() if r < lay.rails):
+            raise AssertionError(f"epoch {it}: the ranks of a rail run different versions: {by_rail}")
+        versions.append(int(v[1]))
+    if rail < lay.rails and versions[-1] <= 0:
+        raise AssertionError(f"rail {rail}: no pattern switch happened ({pg.stats()})")
+    dist.barrier()
+    dist.destroy_process_group()
+    print(f"OK hostswitch rail={rail} versions={sorted(set(versions))}", flush=True)
+
+
+def hostlayout():
+    """Prints the layout the group found and whether it runs hierarchically."""
+    rank, n, gloo = init()
+    pg = react_torch.backend_of()
+    x = data(rank, 1000, torch.float32)
+    ref = x.clone()
+    dist.all_reduce(x)
+    dist.all_reduce(ref, group=gloo)
+    same(x, ref, "allreduce")
+    hosts = pg.layout.hosts if pg.layout is not None else None
+    dist.destroy_process_group()
+    print(f"OK hostlayout hier={pg._hier is not None} hosts={hosts}", flush=True)
+
+
 def dtypes():
     """The dtypes beyond the main sweep (Gloo's own collectives lack some):
     small integers and complex, against every rank's input gathered as bytes."""

@@ -47,7 +47,8 @@ def run(backend: str, patterns, spawn: bool, timeout: int, world: int) -> dict:
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "results.json")
         env = dict(os.environ, TORCHSUITE_BACKEND=backend, TORCHSUITE_RESULTS=out, WORLD_SIZE=str(world),
-                   PYTHONPATH=os.path.join(ROOT, "python"), OMP_NUM_THREADS="1",
+                   # every spawned rank stands for a host: one pattern over the ranks
+                   PYTHONPATH=os.path.join(ROOT, "python"), OMP_NUM_THREADS="1", REACT_HOSTS="flat",
                    DISTRIBUTED_TESTS_DEFAULT_TIMEOUT=str(timeout), TEMP_DIR=tmp)
         env.pop("TORCHSUITE_FORK", None)
         if not spawn:
