@@ -41,7 +41,8 @@ func jobTitle(r *scenario.Result, j int) string {
 	jr := r.Cells[0].Runs[0].Jobs[j]
 	ranks := fmt.Sprintf("%d ranks", jr.Ranks)
 	if r.GPUsPerHost > 1 {
-		ranks = fmt.Sprintf("%d hosts x %d GPUs (hierarchical, one NIC a %s)", jr.Ranks, r.GPUsPerHost, r.NIC)
+		nic := map[string]string{scenario.NICHost: "one NIC a host", scenario.NICGPU: "one NIC a GPU"}[r.NIC]
+		ranks = fmt.Sprintf("%d hosts x %d GPUs (hierarchical, %s)", jr.Ranks, r.GPUsPerHost, nic)
 	}
 	t := fmt.Sprintf("job %s: %s %s, %s, %s MB", jr.Name, jr.Op, jr.Algo, ranks, strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.3f", jr.Bytes/1e6), "0"), "."))
 	on, off := 0, 0
