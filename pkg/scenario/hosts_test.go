@@ -137,3 +137,41 @@ func TestHostsErrors(t *testing.T) {
 		t.Errorf("flat with swaps: error %v", err)
 	}
 }
+
+// TestIntraPhases: idle, on one NIC a host, L rails of 1/L each take the
+// network time of one rank a host, so a hierarchical collective is that
+// plus its intra-host phases: two for AllReduce, Broadcast and Reduce,
+// one for AllGather and ReduceScatter.
+func TestIntraPhases(t *testing.T) {
+	const bytes = 8e6
+	phase := 0.75 * bytes * 8 / DefaultIntraCapacity
+	for _, tt := range []struct {
+		op, algo string
+		phases   float64
+	}{
+		{"allreduce", "ring", 2},
+		{"allgather", "ring", 1},
+		{"reducescatter", "ring", 1},
+		{"broadcast", "tree", 2},
+		{"reduce", "tree", 2},
+	} {
+		t.Run(tt.op, func(t *testing.T) {
+			with := func(topo string) *JobRun {
+				src := edit(t, fmt.Sprintf(hier, topo, 0), func(m map[string]any) {
+					j := job0(m)
+					j["op"], j["algo"] = tt.op, tt.algo
+					delete(m, "variants")
+				})
+				res, err := decode(t, src).Run(Options{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				return &res.Cells[0].Runs[0].Jobs[0]
+			}
+			one, four := with(""), with(`, "gpus_per_host": 4`)
+			if got := (four.Baseline.Mean - one.Baseline.Mean) / phase; !near(got, tt.phases, 1e-6) {
+				t.Errorf("4 GPUs a host add %.3f intra-host phases, want %v", got, tt.phases)
+			}
+		})
+	}
+}
