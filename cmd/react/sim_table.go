@@ -32,13 +32,19 @@ func writeSimTable(w io.Writer, r *scenario.Result) {
 }
 
 func us(s float64) string  { return fmt.Sprintf("%.1f", s*1e6) }
+func mb(b float64) string  { return fmt.Sprintf("%.1f", b/1e6) }
 func gbs(b float64) string { return fmt.Sprintf("%.3f", b/1e9) }
 func pct(p float64) string { return fmt.Sprintf("%+.1f", p) }
 
 // jobTitle names a job; tuned is "" when REACT runs on it in every cell.
 func jobTitle(r *scenario.Result, j int) string {
 	jr := r.Cells[0].Runs[0].Jobs[j]
-	t := fmt.Sprintf("job %s: %s %s, %d ranks, %s MB", jr.Name, jr.Op, jr.Algo, jr.Ranks, strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.3f", jr.Bytes/1e6), "0"), "."))
+	ranks := fmt.Sprintf("%d ranks", jr.Ranks)
+	if r.GPUsPerHost > 1 {
+		nic := map[string]string{scenario.NICHost: "one NIC a host", scenario.NICGPU: "one NIC a GPU"}[r.NIC]
+		ranks = fmt.Sprintf("%d hosts x %d GPUs (hierarchical, %s)", jr.Ranks, r.GPUsPerHost, nic)
+	}
+	t := fmt.Sprintf("job %s: %s %s, %s, %s MB", jr.Name, jr.Op, jr.Algo, ranks, strings.TrimSuffix(strings.TrimRight(fmt.Sprintf("%.3f", jr.Bytes/1e6), "0"), "."))
 	on, off := 0, 0
 	for _, c := range r.Cells {
 		if c.Jobs[j].Tuned {
@@ -134,6 +140,7 @@ func writeCellTable(w io.Writer, r *scenario.Result, c *scenario.CellResult) {
 			row("reduce phase (µs)", func(s scenario.SeriesSummary) string { return us(s.ReduceMean) })
 		}
 		row("algbw (GB/s)", func(s scenario.SeriesSummary) string { return gbs(s.AlgBW) })
+		row("network MB/epoch", func(s scenario.SeriesSummary) string { return mb(s.NetBytes) })
 		base := js.Baseline.AlgBW
 		row("vs baseline (%)", func(s scenario.SeriesSummary) string { return pct(100 * (s.AlgBW/base - 1)) })
 		tw.Flush()
@@ -229,6 +236,14 @@ func writeSweepTable(w io.Writer, r *scenario.Result, j int) {
 	for _, cs := range js0.Compare {
 		head = append(head, cs.Name+" changes")
 	}
+	// A variant's mean time against the baseline's, and the bytes both
+	// send over the network an epoch.
+	if len(js0.Variants) > 0 {
+		head = append(head, "base net MB")
+	}
+	for _, v := range js0.Variants {
+		head = append(head, "base/"+v.Name+" time", v.Name+" net MB")
+	}
 	fmt.Fprintf(tw, "%s\t\n", strings.Join(head, "\t"))
 	for _, c := range r.Cells {
 		js := &c.Jobs[j]
@@ -277,6 +292,12 @@ func writeSweepTable(w io.Writer, r *scenario.Result, j int) {
 		row = append(row, changes(js.Changes))
 		for _, cs := range js.Compare {
 			row = append(row, changes(cs.Changes))
+		}
+		if len(js.Variants) > 0 {
+			row = append(row, mb(js.Baseline.NetBytes))
+		}
+		for _, v := range js.Variants {
+			row = append(row, fmt.Sprintf("%.3f", js.Baseline.Mean/v.Mean), mb(v.NetBytes))
 		}
 		fmt.Fprintf(tw, "%s\t\n", strings.Join(row, "\t"))
 	}

@@ -58,7 +58,7 @@ func TestSimFig1(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
 	t.Log("\n" + stdout)
-	for _, want := range []string{"baseline", "REACT", "oracle", "no congestion", "paper's swap", "reduce phase (µs)", "656.0", "576.0", "1312.0", "1232.0", "1152.0"} {
+	for _, want := range []string{"baseline", "REACT", "oracle", "no congestion", "paper's swap", "reduce phase (µs)", "network MB/epoch", "656.0", "576.0", "1312.0", "1232.0", "1152.0"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("table lacks %q", want)
 		}
@@ -144,4 +144,17 @@ func TestSimTableNoOracle(t *testing.T) {
 			t.Errorf("table lacks %q:\n%s", want, stdout)
 		}
 	}
+}
+
+// TestSimHosts: the sweep table of hosts of several GPUs names hosts and
+// GPUs and shows the flat variant's time ratio and network bytes beside
+// the hierarchical baseline's.
+func TestSimHosts(t *testing.T) {
+	code, stdout, stderr := runArgs([]string{"sim", "--scenario", "testdata/sim-hosts.json", "--out", t.TempDir(), "--quiet", "--no-plots"}, "")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	// The last line says how long the run took.
+	table := stdout[:strings.LastIndex(strings.TrimSuffix(stdout, "\n"), "\n")+1]
+	golden(t, "sim-hosts.golden", table)
 }

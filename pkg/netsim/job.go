@@ -23,12 +23,14 @@ type jobState struct {
 	depOff []int32 // CSR: the flows waiting for each flow
 	deps   []int32
 
+	// Per flow of every rail, rail after rail.
 	pending []int32
 	port    []uint64
 	left    int
 	start   float64
 	fstart  []float64
 	fend    []float64
+	net     float64 // bytes sent over the network this epoch
 }
 
 // startEpoch asks the driver for the job's next pattern and queues the
@@ -47,26 +49,42 @@ func (s *Sim) startEpoch(j *jobState) {
 		s.err = fmt.Errorf("netsim: job %d epoch %d: %w", j.id, j.epoch, err)
 		return
 	}
-	if p.Ranks != len(j.Hosts) {
-		s.err = fmt.Errorf("netsim: job %d epoch %d: pattern has %d ranks, job has %d hosts", j.id, j.epoch, p.Ranks, len(j.Hosts))
+	rails := j.rails()
+	if p.Ranks*rails != len(j.Hosts) {
+		s.err = fmt.Errorf("netsim: job %d epoch %d: pattern has %d ranks, job has %d hosts on %d rail(s)", j.id, j.epoch, p.Ranks, len(j.Hosts), rails)
 		return
 	}
 	s.openWindows(j.id, j.epoch)
 	j.prepare(p)
 	j.pat = p
 	n := len(p.Flows)
-	j.fstart = make([]float64, n)
-	j.fend = make([]float64, n)
-	j.pending = append(j.pending[:0], j.inputs...)
-	j.left = n
+	j.fstart = make([]float64, n*rails)
+	j.fend = make([]float64, n*rails)
+	j.pending = j.pending[:0]
+	for range rails {
+		j.pending = append(j.pending, j.inputs...)
+	}
+	j.left = n * rails
 	j.start = s.now
-	j.port = grow(j.port, n)
-	for f := range p.Flows {
-		fl := &p.Flows[f]
-		conn := uint64(fl.Chunk)<<40 ^ uint64(fl.Src)<<20 ^ uint64(fl.Dst)
-		j.port[f] = mix(j.salt + mix(conn) + uint64(j.rng.IntN(j.Ports))*0x9e3779b97f4a7c15)
-		if j.inputs[f] == 0 {
-			s.ready = append(s.ready, int32(f))
+	j.net = 0
+	j.port = grow(j.port, n*rails)
+	for g := range j.port {
+		fl := &p.Flows[g%n]
+		conn := uint64(fl.Chunk)<<40 ^ uint64(fl.Src)<<20 ^ uint64(fl.Dst) ^ uint64(g/n)<<56
+		j.port[g] = mix(j.salt + mix(conn) + uint64(j.rng.IntN(j.Ports))*0x9e3779b97f4a7c15)
+	}
+	if j.Before > 0 {
+		s.push(event{t: s.now + j.Before, kind: evLaunch, job: int32(j.id)})
+		return
+	}
+	s.launch(j)
+}
+
+// launch queues the flows of every rail that wait for nothing.
+func (s *Sim) launch(j *jobState) {
+	for g, k := range j.pending {
+		if k == 0 {
+			s.ready = append(s.ready, int32(g))
 		}
 	}
 }
@@ -129,43 +147,64 @@ func (j *jobState) prepare(p *ten.Pattern) {
 }
 
 // drain starts the job's ready flows; a flow between two ranks of one host
-// completes at once. It reports whether a transfer joined the network.
+// bypasses the network (instant, or at the job's intra-host rate). It
+// reports whether a transfer joined the network.
 func (s *Sim) drain(j *jobState) bool {
 	changed := false
 	for len(s.ready) > 0 {
-		f := s.ready[len(s.ready)-1]
+		g := s.ready[len(s.ready)-1]
 		s.ready = s.ready[:len(s.ready)-1]
-		fl := &j.pat.Flows[f]
-		j.fstart[f] = s.now - j.start
-		src, dst := j.Hosts[fl.Src], j.Hosts[fl.Dst]
-		if src == dst {
-			s.complete(j, f)
+		n := len(j.pat.Flows)
+		off := int(g) / n * j.pat.Ranks // rail's first host
+		fl := &j.pat.Flows[int(g)%n]
+		j.fstart[g] = s.now - j.start
+		src, dst := j.Hosts[off+int(fl.Src)], j.Hosts[off+int(fl.Dst)]
+		bits := fl.Fraction * j.Bytes * 8 / float64(j.rails())
+		if s.topo.HostOf(src) == s.topo.HostOf(dst) {
+			if j.Intra > 0 {
+				s.push(event{t: s.now + bits/j.Intra, kind: evArrive, job: int32(j.id), flow: g})
+			} else {
+				s.complete(j, g)
+			}
 			continue
 		}
-		r := s.path(src, dst, j.port[f])
-		bits := fl.Fraction * j.Bytes * 8
-		s.act = append(s.act, xfer{links: r.links, rem: bits, size: bits, lat: r.lat, job: int32(j.id), flow: f})
+		r := s.path(src, dst, j.port[g])
+		j.net += bits / 8
+		s.act = append(s.act, xfer{links: r.links, rem: bits, size: bits, lat: r.lat, job: int32(j.id), flow: g})
 		changed = true
 	}
 	return changed
 }
 
-// complete records flow f's arrival, readies the flows that waited only
-// for it and ends the epoch after its last flow.
-func (s *Sim) complete(j *jobState, f int32) {
-	j.fend[f] = s.now - j.start
+// complete records the arrival of flow g (of any rail), readies the flows
+// of its rail that waited only for it and ends the epoch, After later,
+// after its last flow.
+func (s *Sim) complete(j *jobState, g int32) {
+	j.fend[g] = s.now - j.start
 	j.left--
-	for _, g := range j.deps[j.depOff[f]:j.depOff[f+1]] {
-		if j.pending[g]--; j.pending[g] == 0 {
-			s.ready = append(s.ready, g)
+	n := int32(len(j.pat.Flows))
+	f, base := g%n, g-g%n
+	for _, d := range j.deps[j.depOff[f]:j.depOff[f+1]] {
+		k := base + d
+		if j.pending[k]--; j.pending[k] == 0 {
+			s.ready = append(s.ready, k)
 		}
 	}
 	if j.left > 0 {
 		return
 	}
+	if j.After > 0 {
+		s.push(event{t: s.now + j.After, kind: evEnd, job: int32(j.id)})
+		return
+	}
+	s.endEpoch(j)
+}
+
+// endEpoch reports the epoch and schedules the next.
+func (s *Sim) endEpoch(j *jobState) {
 	s.driver.Done(EpochResult{
-		Job: j.id, Epoch: j.epoch, Pattern: j.pat, Start: j.start,
-		FlowStart: j.fstart, FlowFinish: j.fend, Elapsed: s.now - j.start,
+		Job: j.id, Epoch: j.epoch, Pattern: j.pat, Rails: j.rails(), Start: j.start,
+		FlowStart: j.fstart, FlowFinish: j.fend, Elapsed: s.now - j.start, NetBytes: j.net,
 	})
 	j.fstart, j.fend = nil, nil
 	j.epoch++
@@ -176,6 +215,8 @@ func (s *Sim) complete(j *jobState, f int32) {
 const (
 	evArrive = iota // a flow's last byte reached its destination
 	evEpoch         // a job starts its next epoch
+	evLaunch        // a job's intra-host phase before its flows ended
+	evEnd           // a job's intra-host phase after its flows ended
 )
 
 type event struct {

@@ -27,9 +27,12 @@
 // inputs have arrived: every flow g of the same chunk with g.Dst == f.Src
 // and g.Step < f.Step. There is no other barrier: steps and chunks run as
 // the data allows, as a CCL with one stream per chunk does. A flow between
-// two ranks on the same host takes no time. An epoch ends when all its flows
-// have completed; the job's next epoch starts Job.Gap later, so the epochs
-// of different jobs drift against each other.
+// two ranks of one host (two NICs of one host included, topo.HostOf) never
+// enters the network: it takes no time, or its bytes at Job.Intra. An epoch
+// ends when all its flows have completed (and Job.After more); the job's
+// next epoch starts Job.Gap later, so the epochs of different jobs drift
+// against each other. A job on hosts of several GPUs runs its pattern once
+// per rail (Job.Rails).
 //
 // # ECMP ports
 //
@@ -67,23 +70,44 @@ const DefaultPorts = 4
 
 // Job is one collective job: rank r runs on host Hosts[r] (several ranks
 // may share a host).
+//
+// With Rails > 1 the job is the inter-host part of a hierarchical
+// collective on hosts of several GPUs: the pattern runs Rails times at
+// once, one copy per local GPU index (NCCL's channels), each carrying
+// 1/Rails of the bytes; rail i's rank r is on node Hosts[i*ranks+r] (the
+// host itself when its GPUs share one NIC, else the rail's own NIC). The
+// rails of a flow depend only on the same rail. Before and After are the
+// intra-host phases (a reduce-scatter before, an all-gather after), local
+// work on links the network does not see: an epoch's first flows start
+// Before after it does, and it ends After after its last flow.
 type Job struct {
 	Hosts []int
 	Bytes float64 // message size in bytes
 	Ports int     // ECMP connections per flow; 0 means DefaultPorts
 	Gap   float64 // idle seconds between the end of an epoch and the start of the next
+	Rails int     // copies of the pattern run at once; 0 means 1
+	// Intra is the rate, bits/s, of a flow between two ranks of one host
+	// (topo.HostOf), which never enters the network; 0: instant.
+	Intra         float64
+	Before, After float64 // seconds
 }
 
+// rails is the number of copies of the pattern the job runs.
+func (j *Job) rails() int { return max(j.Rails, 1) }
+
 // EpochResult is what one epoch of one job measured. FlowStart and
-// FlowFinish are indexed like Pattern.Flows and count seconds from Start;
-// FlowFinish-FlowStart is the flow's FCT.
+// FlowFinish are indexed like Pattern.Flows, rail after rail (rail i's flow
+// f at i*len(Flows)+f), and count seconds from Start; FlowFinish-FlowStart
+// is the flow's FCT.
 type EpochResult struct {
 	Job, Epoch int
 	Pattern    *ten.Pattern
+	Rails      int
 	Start      float64 // simulated time the epoch started
 	FlowStart  []float64
 	FlowFinish []float64
-	Elapsed    float64 // last completion minus Start: the collective time
+	Elapsed    float64 // the end (After its last completion) minus Start: the collective time
+	NetBytes   float64 // bytes its flows sent over the network
 }
 
 // Driver supplies each job's pattern epoch by epoch and receives the
@@ -282,8 +306,16 @@ func (s *Sim) Run(jobs []Job, epochs int, d Driver) error {
 		if j.Ports < 0 {
 			return fmt.Errorf("netsim: job %d: negative port count %d", i, j.Ports)
 		}
-		if !(j.Gap >= 0) || math.IsInf(j.Gap, 0) {
-			return fmt.Errorf("netsim: job %d: gap %v s, want a finite number >= 0", i, j.Gap)
+		if j.Rails < 0 || len(j.Hosts)%j.rails() != 0 {
+			return fmt.Errorf("netsim: job %d: %d rails of %d hosts, want a whole number of ranks a rail", i, j.Rails, len(j.Hosts))
+		}
+		for _, v := range []struct {
+			name string
+			x    float64
+		}{{"gap", j.Gap}, {"intra-host rate", j.Intra}, {"before", j.Before}, {"after", j.After}} {
+			if !(v.x >= 0) || math.IsInf(v.x, 0) {
+				return fmt.Errorf("netsim: job %d: %s %v, want a finite number >= 0", i, v.name, v.x)
+			}
 		}
 	}
 	for _, e := range s.ext {
@@ -326,6 +358,10 @@ func (s *Sim) Run(jobs []Job, epochs int, d Driver) error {
 				s.complete(j, e.flow)
 			case evEpoch:
 				s.startEpoch(j)
+			case evLaunch:
+				s.launch(j)
+			case evEnd:
+				s.endEpoch(j)
 			}
 			changed = s.drain(j) || changed
 		}

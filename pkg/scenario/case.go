@@ -103,7 +103,8 @@ type Cut struct {
 type instance struct {
 	sc       *Scenario
 	seed     uint64
-	net      *topo.Topology
+	net      *topo.Topology // hosts as the scenario numbers them
+	simNet   *topo.Topology // what the simulator runs on (with the GPUs' NICs)
 	hosts    [][]int
 	ext      []External
 	cuts     []Cut
@@ -122,9 +123,10 @@ func (s *Scenario) instance(c Case) (*instance, error) {
 	}
 	cl := s.cells[c.Cell]
 	sc := cl.sc
-	in := &instance{sc: sc, seed: c.Seed, net: s.net, patterns: cl.patterns, simSeed: caseRand(c.Seed, streamSim).Uint64()}
+	in := &instance{sc: sc, seed: c.Seed, net: s.net, simNet: s.simNet, patterns: cl.patterns, simSeed: caseRand(c.Seed, streamSim).Uint64()}
 	if s.Topology.ECMPSeed == nil {
-		in.net = s.net.WithSeed(caseRand(c.Seed, streamECMP).Uint64())
+		ecmp := caseRand(c.Seed, streamECMP).Uint64()
+		in.net, in.simNet = s.net.WithSeed(ecmp), s.simNet.WithSeed(ecmp)
 	}
 	if err := in.place(); err != nil {
 		return nil, err
@@ -135,8 +137,8 @@ func (s *Scenario) instance(c Case) (*instance, error) {
 	if err := in.failures(); err != nil {
 		return nil, err
 	}
-	for i, j := range sc.Jobs {
-		in.jobs = append(in.jobs, netsim.Job{Hosts: in.hosts[i], Bytes: j.Bytes, Ports: j.ports(), Gap: j.Gap})
+	for i := range sc.Jobs {
+		in.jobs = append(in.jobs, in.netJob(i))
 	}
 	return in, nil
 }
@@ -370,7 +372,7 @@ func (in *instance) cables(f *FailureSpec) ([]topo.LinkID, error) {
 // newSim builds a simulator of the case, with or without its external
 // flows and failures.
 func (in *instance) newSim(external, failures bool) *netsim.Sim {
-	s := netsim.New(in.net, in.simSeed)
+	s := netsim.New(in.simNet, in.simSeed)
 	if external {
 		for _, e := range in.ext {
 			var err error

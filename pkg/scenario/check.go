@@ -48,8 +48,11 @@ func (s *Scenario) check() error {
 			return fmt.Errorf("variants[%d]: name %q used twice", i, v.Name)
 		}
 		vn[v.Name] = true
-		if !v.NoExternal && !v.NoFailures && len(v.Swaps) == 0 {
-			return fmt.Errorf("variants[%d] (%s): changes nothing (give no_external, no_failures or swaps)", i, v.Name)
+		if !v.NoExternal && !v.NoFailures && len(v.Swaps) == 0 && !v.Flat {
+			return fmt.Errorf("variants[%d] (%s): changes nothing (give no_external, no_failures, swaps or flat)", i, v.Name)
+		}
+		if v.Flat && len(v.Swaps) > 0 {
+			return fmt.Errorf("variants[%d] (%s): swaps apply to the hierarchical pattern, not to the flat one", i, v.Name)
 		}
 		for k := range v.Swaps {
 			if sw := &v.Swaps[k]; sw.Job < 0 || sw.Job >= len(s.Jobs) {

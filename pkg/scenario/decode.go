@@ -89,6 +89,12 @@ func (s *Scenario) prepare(read func(string) ([]byte, error)) error {
 		return fmt.Errorf("topology: %w", err)
 	}
 	s.net = net
+	if err := s.Topology.checkHosts(); err != nil {
+		return fmt.Errorf("topology: %w", err)
+	}
+	if s.simNet, err = s.Topology.simNetwork(net); err != nil {
+		return fmt.Errorf("topology: %w", err)
+	}
 	if err := s.Oracle.check(); err != nil {
 		return fmt.Errorf("oracle: %w", err)
 	}
@@ -149,13 +155,13 @@ func (s *Scenario) prepare(read func(string) ([]byte, error)) error {
 				return fmt.Errorf("jobs[%d] (%s): %w", i, c.sc.Jobs[i].Name, err)
 			}
 			c.patterns = append(c.patterns, p)
-			if flows += len(p.Flows); flows > maxFlows {
+			if flows += len(p.Flows) * s.Topology.gpus(); flows > maxFlows {
 				return fmt.Errorf("the jobs of all cells have more than %d flows; simulate fewer or smaller jobs", maxFlows)
 			}
 		}
 		for k := range c.sc.Variants {
 			v := &c.sc.Variants[k]
-			pats, err := variantPatterns(v, c.patterns)
+			pats, err := variantPatterns(v, c.sc, c.patterns)
 			if err != nil {
 				return fmt.Errorf("variants[%d] (%s): %w", k, v.Name, err)
 			}

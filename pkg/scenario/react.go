@@ -57,9 +57,9 @@ func (d *reactDriver) Done(r netsim.EpochResult) {
 	if tu == nil || d.err != nil {
 		return
 	}
-	fct := make([]float64, len(r.FlowStart))
+	fct := railFCTs(r)
 	for i := range fct {
-		fct[i] = max(r.FlowFinish[i]-r.FlowStart[i], minFCT)
+		fct[i] = max(fct[i], minFCT)
 	}
 	elapsed := r.Elapsed
 	if d.noise != nil {
@@ -118,7 +118,8 @@ func (in *instance) react(sim *netsim.Sim, tuned []int, spec TunerSpec) (*reactR
 		if err != nil {
 			return nil, err // checked in Decode
 		}
-		tu, err := tuner.New(cfg, in.patterns[j], in.sc.Jobs[j].Bytes)
+		// The tuner sees one rail: its flows carry 1/L of the bytes.
+		tu, err := tuner.New(cfg, in.patterns[j], in.sc.Jobs[j].Bytes/float64(in.sc.Topology.gpus()))
 		if err != nil {
 			return nil, fmt.Errorf("job %s: %w", in.sc.Jobs[j].Name, err)
 		}

@@ -11,15 +11,19 @@ const ResultFormat = "react.sim-results/v1"
 // Result is every figure of a scenario: per cell, a summary per job over
 // the cell's seeds, and every run.
 type Result struct {
-	Format       string   `json:"format"`
-	Scenario     string   `json:"scenario"`
-	Figure       string   `json:"figure,omitempty"`
-	Description  string   `json:"description,omitempty"`
-	Seed         uint64   `json:"seed"`
-	Seeds        int      `json:"seeds"`
-	Epochs       int      `json:"epochs"`
-	MeasureAfter int      `json:"measure_after"`
-	Axes         []string `json:"axes,omitempty"`
+	Format       string `json:"format"`
+	Scenario     string `json:"scenario"`
+	Figure       string `json:"figure,omitempty"`
+	Description  string `json:"description,omitempty"`
+	Seed         uint64 `json:"seed"`
+	Seeds        int    `json:"seeds"`
+	Epochs       int    `json:"epochs"`
+	MeasureAfter int    `json:"measure_after"`
+	// GPUsPerHost and NIC are the topology's (jobs' ranks are hosts when
+	// GPUsPerHost > 1).
+	GPUsPerHost int      `json:"gpus_per_host,omitempty"`
+	NIC         string   `json:"nic,omitempty"`
+	Axes        []string `json:"axes,omitempty"`
 	// Noise is the scenario's measurement noise (swept values are in each
 	// cell's params).
 	Noise *NoiseSpec   `json:"noise,omitempty"`
@@ -48,6 +52,7 @@ type SeriesSummary struct {
 	AlgBW      float64 `json:"algbw"`
 	AlgBWP95   float64 `json:"algbw_p95"`
 	ReduceMean float64 `json:"reduce_mean,omitempty"`
+	NetBytes   float64 `json:"net_bytes"`
 }
 
 // NamedSummary is a variant's SeriesSummary.
@@ -124,6 +129,9 @@ func (s *Scenario) Summarize(runs []*Run) (*Result, error) {
 	}
 	res := &Result{Format: ResultFormat, Scenario: s.Name, Figure: s.Figure, Description: s.Description,
 		Seed: s.Seed, Seeds: len(s.Seeds()), Epochs: s.Epochs, MeasureAfter: s.MeasureAfter}
+	if l := s.Topology.gpus(); l > 1 {
+		res.GPUsPerHost, res.NIC = l, s.Topology.nic()
+	}
 	if s.Noise.on() {
 		n := s.Noise
 		res.Noise = &n
@@ -169,6 +177,7 @@ func summarizeJob(runs []*Run, j int) JobSummary {
 			out.AlgBW += s.AlgBW / n
 			out.AlgBWP95 += s.AlgBWP95 / n
 			out.ReduceMean += s.ReduceMean / n
+			out.NetBytes += s.NetBytes / n
 		}
 		return out
 	}

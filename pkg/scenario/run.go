@@ -25,6 +25,9 @@ type Series struct {
 	// AlgBWP95 is message size / P95.
 	AlgBWP95   float64 `json:"algbw_p95"`
 	ReduceMean float64 `json:"reduce_mean,omitempty"`
+	// NetBytes is the mean over the measured epochs of the bytes the
+	// job's flows sent over the network (flows within a host left out).
+	NetBytes float64 `json:"net_bytes"`
 }
 
 // NamedSeries is a variant's series.
@@ -191,7 +194,14 @@ func (s *Scenario) RunCase(c Case, opt Options) (*Run, error) {
 		if v.NoExternal || v.NoFailures {
 			vs = in.newSim(!v.NoExternal, !v.NoFailures)
 		}
-		if variants[k], err = in.static(vs, s.cells[c.Cell].variants[k]); err != nil {
+		jobs := in.jobs
+		if v.Flat {
+			jobs = nil
+			for i := range sc.Jobs {
+				jobs = append(jobs, in.flatJob(i))
+			}
+		}
+		if variants[k], err = in.staticJobs(vs, jobs, s.cells[c.Cell].variants[k]); err != nil {
 			return nil, fmt.Errorf("variant %s: %w", v.Name, err)
 		}
 		prog.step(1)
@@ -280,22 +290,23 @@ func (p *progress) finish() {
 	}
 }
 
-// recorder keeps every job's epoch times.
+// recorder keeps every job's epoch times and network bytes.
 type recorder struct {
-	times, reduce [][]float64
+	times, reduce, net [][]float64
 }
 
 func newRecorder(jobs int) *recorder {
-	return &recorder{times: make([][]float64, jobs), reduce: make([][]float64, jobs)}
+	return &recorder{times: make([][]float64, jobs), reduce: make([][]float64, jobs), net: make([][]float64, jobs)}
 }
 
 func (r *recorder) record(res netsim.EpochResult) {
 	r.times[res.Job] = append(r.times[res.Job], res.Elapsed)
+	r.net[res.Job] = append(r.net[res.Job], res.NetBytes)
 	if p := res.Pattern; p.Op == ten.AllReduce {
 		t := 0.0
-		for f := range p.Flows {
-			if p.Flows[f].Kind == ten.KindReduce {
-				t = max(t, res.FlowFinish[f])
+		for g, end := range res.FlowFinish {
+			if p.Flows[g%len(p.Flows)].Kind == ten.KindReduce {
+				t = max(t, end)
 			}
 		}
 		r.reduce[res.Job] = append(r.reduce[res.Job], t)
@@ -310,6 +321,9 @@ func (in *instance) series(r *recorder) ([]Series, error) {
 			return nil, fmt.Errorf("job %s ran %d of %d epochs", in.sc.Jobs[i].Name, len(r.times[i]), in.sc.Epochs)
 		}
 		out[i] = newSeries(r.times[i], r.reduce[i], in.sc.Jobs[i].Bytes, in.sc.MeasureAfter)
+		for _, b := range r.net[i][in.sc.MeasureAfter:] {
+			out[i].NetBytes += b / float64(in.sc.Epochs-in.sc.MeasureAfter)
+		}
 	}
 	return out, nil
 }
@@ -350,8 +364,14 @@ func (d *staticDriver) Pattern(job, epoch int) *ten.Pattern { return d.pats[job]
 func (d *staticDriver) Done(r netsim.EpochResult)           { d.rec.record(r) }
 
 func (in *instance) static(sim *netsim.Sim, pats []*ten.Pattern) ([]Series, error) {
+	return in.staticJobs(sim, in.jobs, pats)
+}
+
+// staticJobs runs fixed patterns on jobs other than the case's own (the
+// flat variant's).
+func (in *instance) staticJobs(sim *netsim.Sim, jobs []netsim.Job, pats []*ten.Pattern) ([]Series, error) {
 	d := &staticDriver{pats: pats, rec: newRecorder(len(pats))}
-	if err := sim.Run(in.jobs, in.sc.Epochs, d); err != nil {
+	if err := sim.Run(jobs, in.sc.Epochs, d); err != nil {
 		return nil, err
 	}
 	return in.series(d.rec)

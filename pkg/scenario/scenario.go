@@ -63,6 +63,7 @@ type Scenario struct {
 	Variants []VariantSpec `json:"variants,omitempty"`
 	Sweep    *SweepSpec    `json:"sweep,omitempty"`
 
-	net   *topo.Topology
-	cells []*cell
+	net    *topo.Topology
+	simNet *topo.Topology // net, with the GPUs' NICs when each has one
+	cells  []*cell
 }

@@ -31,6 +31,15 @@ type TopologySpec struct {
 	// ECMPSeed fixes the switches' hash seed; by default each case draws
 	// its own.
 	ECMPSeed *uint64 `json:"ecmp_seed,omitempty"`
+	// GPUsPerHost is the GPUs of every host (default 1); with more, jobs
+	// are hierarchical and their ranks are hosts (see hosts.go). NIC is
+	// "host" (default: the GPUs share the host's NIC) or "gpu" (one NIC a
+	// GPU, each on its own copy of the host's cables; external flows use
+	// NIC 0). IntraCapacity is a GPU's intra-host bandwidth, bits/s
+	// (default DefaultIntraCapacity).
+	GPUsPerHost   int     `json:"gpus_per_host,omitempty"`
+	NIC           string  `json:"nic,omitempty"`
+	IntraCapacity float64 `json:"intra_capacity,omitempty"`
 }
 
 // JobSpec is one collective job.
@@ -180,12 +189,15 @@ type OracleSpec struct {
 }
 
 // VariantSpec is an extra static run: the baseline without external flows
-// or without failures, or with transforms applied by hand.
+// or without failures, with transforms applied by hand, or flat (one
+// pattern of the job's algorithm over all its GPUs, rank r on host r/L,
+// instead of the hierarchical one over its hosts).
 type VariantSpec struct {
 	Name       string     `json:"name"`
 	NoExternal bool       `json:"no_external,omitempty"`
 	NoFailures bool       `json:"no_failures,omitempty"`
 	Swaps      []SwapSpec `json:"swaps,omitempty"`
+	Flat       bool       `json:"flat,omitempty"`
 }
 
 // SwapSpec is one transform by hand: "global" (ranks X and Y everywhere),
@@ -201,7 +213,13 @@ type SwapSpec struct {
 	B     []int  `json:"b,omitempty"`
 }
 
-func (j *JobSpec) pattern() (*ten.Pattern, error) {
+// pattern is the job's initial pattern over its ranks (hosts, with
+// several GPUs a host).
+func (j *JobSpec) pattern() (*ten.Pattern, error) { return j.patternOn(1) }
+
+// patternOn is the job's pattern over gpus GPUs of each of its hosts, the
+// root on GPU 0 of the root host.
+func (j *JobSpec) patternOn(gpus int) (*ten.Pattern, error) {
 	op, err := ten.ParseOp(j.Op)
 	if err != nil {
 		return nil, err
@@ -214,12 +232,12 @@ func (j *JobSpec) pattern() (*ten.Pattern, error) {
 	if op.Rooted() {
 		root = 0
 		if j.Root != nil {
-			root = *j.Root
+			root = *j.Root * gpus
 		}
 	} else if j.Root != nil && *j.Root != -1 {
 		return nil, fmt.Errorf("%v has no root, got root %d", op, *j.Root)
 	}
-	return pattern.Generate(op, algo, j.Ranks, root)
+	return pattern.Generate(op, algo, j.Ranks*gpus, root)
 }
 
 func (j *JobSpec) react() bool { return j.React == nil || *j.React }

@@ -9,8 +9,20 @@ import (
 	"github.com/react-torch/react-torch/pkg/transform"
 )
 
-// variantPatterns applies a variant's transforms to the initial patterns.
-func variantPatterns(v *VariantSpec, initial []*ten.Pattern) ([]*ten.Pattern, error) {
+// variantPatterns applies a variant's transforms to the initial patterns,
+// or generates its flat patterns over every GPU of sc's jobs.
+func variantPatterns(v *VariantSpec, sc *Scenario, initial []*ten.Pattern) ([]*ten.Pattern, error) {
+	if v.Flat {
+		var pats []*ten.Pattern
+		for i := range sc.Jobs {
+			p, err := sc.Jobs[i].patternOn(sc.Topology.gpus())
+			if err != nil {
+				return nil, fmt.Errorf("job %s flat: %w", sc.Jobs[i].Name, err)
+			}
+			pats = append(pats, p)
+		}
+		return pats, nil
+	}
 	pats := slices.Clone(initial)
 	for i, sw := range v.Swaps {
 		t, err := sw.swap(pats[sw.Job])

@@ -35,6 +35,7 @@ type Topology struct {
 	out    []LinkID
 	dist   []int16 // hops from node to host: dist[dst*nodes+node], -1 unreachable
 	seed   uint64
+	nics   int // NICs a host, when built by WithNICs; 0 otherwise
 }
 
 // New builds a topology of hosts and switches (numbered after the hosts)
