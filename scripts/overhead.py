@@ -6,6 +6,7 @@ configurations interleaved step by step, so all see the same machine load.
     python scripts/overhead.py small    # 8 ranks, 50 AllReduces of 64 KB an iteration
     python scripts/overhead.py memory   # RSS after 1,000 AllReduces of fresh 4 MB tensors, react / gloo
     python scripts/overhead.py all
+    python scripts/overhead.py small --ranks-per-host 2   # the same on hosts of 2 ranks (hierarchical)
 
 It starts the ranks itself on this machine (env:// rendezvous, as torchrun)
 and prints one table per experiment: ratios of medians per repeat, then
@@ -33,11 +34,15 @@ def _port() -> int:
         return s.getsockname()[1]
 
 
+# ranks a host (REACT_HOST_ID: ranks r*PER_HOST.. share one); 1: every rank a host of its own
+PER_HOST = 1
+
+
 def launch(n: int, args: list, timeout: float = 1200) -> list:
     port, procs = _port(), []
     for r in range(n):
-        env = dict(os.environ, RANK=str(r), WORLD_SIZE=str(n), LOCAL_RANK=str(r), LOCAL_WORLD_SIZE=str(n),
-                   MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), OMP_NUM_THREADS="1", REACT_HOST_ID=f"host{r}")
+        env = dict(os.environ, RANK=str(r), WORLD_SIZE=str(n), LOCAL_RANK=str(r % PER_HOST), LOCAL_WORLD_SIZE=str(PER_HOST),
+                   MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port), OMP_NUM_THREADS="1", REACT_HOST_ID=f"host{r // PER_HOST}")
         procs.append(subprocess.Popen([sys.executable, __file__, "--worker", *args], env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
     out = []
     for p in procs:
@@ -241,7 +246,12 @@ def main() -> None:
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--seq", type=int, default=64)
+    ap.add_argument("--ranks-per-host", type=int, default=1, help="hosts of this many ranks (hierarchical: docs/hosts.md)")
     a = ap.parse_args()
+    global PER_HOST
+    PER_HOST = a.ranks_per_host
+    if PER_HOST > 1:
+        print(f"# hosts of {PER_HOST} ranks: hierarchical collectives, the counters are rail 0's")
     for w in (["ddp", "small", "memory"] if a.what == "all" else [a.what]):
         {"ddp": run_ddp, "small": run_small, "memory": run_memory}[w](a)
 

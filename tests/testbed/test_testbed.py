@@ -2,7 +2,8 @@
 
 - under congestion of one rank's downlink (two external TCP flows into it),
   the tuner switches pattern and the final pattern has fewer flows into that
-  rank than the static one (it moved the rank off the critical path);
+  rank than the static one (it moved the rank off the critical path); the
+  same with hosts of two ranks each, on the rails' patterns over hosts;
 - with no congestion the tuner keeps nothing and tries at most once (a
   switch and its revert): the pattern in force at the end is the static one;
 - nothing (namespace, veth, bridge, process) is left after a run, after a
@@ -72,6 +73,21 @@ def test_congested_rank_moved_off_the_critical_path(tmp_path):
     assert sw["flows_into_target_after"] < sw["flows_into_target_before"], sw["text"]
     # the external flows really ran
     assert sum(f.get("bytes", 0) for f in r["flows_measured"] if f.get("role") == "sink") > 0
+
+
+def test_congested_host_of_two_ranks_moved(tmp_path):
+    """4 hosts x 2 ranks sharing their host's link: the job runs hierarchically
+    (found by address: one namespace a host), each rail's pattern over hosts
+    moves the congested host off the critical path, results stay exact."""
+    p, res = _run(["run", "--hosts", "4", "--ranks-per-host", "2", "--flows", "2", "--target", "1", "--epochs", "60", "--modes", "react",
+                   *SHORT], tmp_path, timeout=600)
+    r = res["react"]
+    assert r["wrong"] == 0 and r["ranks"] == 8 and r["ranks_per_host"] == 2
+    assert ".rail0." in r.get("fct_log", ""), f"no rail FCT log: the job did not run hierarchically\n{p.stderr[-2000:]}"
+    assert r["changes"] >= 1, f"no rail switched under congestion of host 1\n{p.stderr[-2000:]}"
+    sw = r["swap"]
+    assert sw["target"] == 1
+    assert sw["flows_into_target_after"] < sw["flows_into_target_before"], sw["text"]
 
 
 @pytest.mark.xfail(strict=False, reason="known, issue 12: on 2 shared cores a starved rank's FCTs (and collective time) look like a "
