@@ -186,8 +186,8 @@ def run_bench(tb: Testbed, tune: bool, size: str, epochs: int, warmup: int, flow
         "cpu_cores": os.cpu_count(), "flows_measured": flow_res, "table": table,
     }
     hier = per_host > 1 and hosts != "flat" or hosts == "hier"
-    # a hierarchical job's patterns are its rails' (vertices: hosts; rail 0's log, shards of the call)
-    key_log = fct_file(fct_path + ".rail0", -(-rec["count"] // per_host)) if hier else fct_file(fct_path, rec["count"])
+    # a hierarchical job's key is a shard of the call, its pattern's vertices hosts
+    key_log = fct_file(fct_path, -(-rec["count"] // per_host) if hier else rec["count"])
     if tune and key_log:
         res["fct_log"] = key_log
         into = (target if hier else target * per_host) if flows else None

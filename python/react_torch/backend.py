@@ -69,29 +69,27 @@ class ReactBackend(Delegated, _C10dBackend):
         self._check = agree.CallCheck(self._gloo, rank, size) if size > 1 and self.cfg.check_calls else None
         self.layout = hosts.discover(store, rank, size) if size > 1 and self.cfg.hosts != "flat" else None
         self._hier = self._hierarchical(store) if self.layout is not None and self.layout.hierarchical(self.cfg.hosts) else None
-        tuned = size > 1 and self.cfg.tune and self._hier is None
-        self._control = Control(self.cfg, self._ctrl_pg, rank, size, self._decode) if tuned else None
+        ccfg = self.cfg
+        if self._hier is not None and self.cfg.test_slow_rank >= 0:  # the tuner's vertices are hosts
+            ccfg = config.replace(self.cfg, test_slow_rank=self.layout.host(self.cfg.test_slow_rank))
+        self._control = Control(ccfg, self._ctrl_pg, rank, size, self._decode) if size > 1 and self.cfg.tune else None
         _live.add(self)
         _held.add(self)
 
     def _hierarchical(self, store) -> hier.Hier:
-        """This rank's host group and rail (hier.py). A rail is a react
-        group of one rank a host: its own keys, control plane and tuner; a
-        congested rank of the group is its host's, for every rail."""
+        """This rank's host group and rail (hier.py). The group keeps one
+        control plane and one tuner a key: its patterns span hosts, every
+        rail runs the key's pattern in force, and the leader sees each
+        flow's slowest rail (the control gather keeps the largest time)."""
         lay, rank = self.layout, self._rank
         h, i = lay.host(rank), lay.local(rank)
         host = hier.HostGroup(store, h, i, len(lay.hosts[h]), self._timeout)
         rail = None
         if i < lay.rails and len(lay.hosts) > 1:
-            slow = self.cfg.test_slow_rank
-            rcfg = config.replace(self.cfg, hosts="flat", check_calls=False, leader=lay.host(self.cfg.leader),
-                                  test_slow_rank=lay.host(slow) if slow >= 0 else -1,
-                                  fct_log=f"{self.cfg.fct_log}.rail{i}" if self.cfg.fct_log else "")
-            rail = ReactBackend(dist.PrefixStore(f"react/rail{i}", store), h, len(lay.hosts), self._timeout, rcfg,
-                                group_name=f"{self.group_name}/rail{i}", global_ranks=[self.global_ranks[r] for r in lay.rail(i)])
+            rail = hier.RailGroup(store, i, h, len(lay.hosts), self._timeout, [self.global_ranks[r] for r in lay.rail(i)])
         log.info("react_torch: group %s rank %d: hierarchical over %s; host %d, local rank %d%s", self.group_name, rank,
                  lay.describe(), h, i, f", rail {i}" if rail is not None else "")
-        return hier.Hier(lay, rank, host, rail, rail._run if rail is not None else None, self._check)
+        return hier.Hier(lay, rank, host, rail, self._pattern_call, self._check)
 
     # ---- identity
     def getBackendName(self) -> str:
@@ -125,8 +123,6 @@ class ReactBackend(Delegated, _C10dBackend):
             w, self._worker = self._worker, None
         if w is not None:
             w.shutdown(wait=True)
-        if self._hier is not None and self._hier.rail is not None:
-            self._hier.rail.shutdown()
         if self._control is not None:
             self._control.close(self._timeout.total_seconds() + 10)
             self._closed_stats = self._control.stats()
@@ -139,9 +135,7 @@ class ReactBackend(Delegated, _C10dBackend):
         """Per collective key: calls so far, the pattern version in force, the
         patterns switched to and refused, and the epochs that waited for the
         control plane (and for how long). A hierarchical group's keys are
-        its rail's (one rank a host, shards of the calls)."""
-        if self._hier is not None:
-            return self._hier.rail.stats() if self._hier.rail is not None else []
+        its rails' calls (a shard of each call, a pattern over hosts)."""
         out = []
         for (op, dtype, numel, root), st in self._keys.items():
             out.append({"op": op, "dtype": dtype, "numel": numel, "root": root, "algo": st.pattern.algo, "epochs": st.epoch,
@@ -152,9 +146,7 @@ class ReactBackend(Delegated, _C10dBackend):
     def control_stats(self) -> dict:
         """The control plane's counters: exchanges answered, operations on
         the control group, epochs that waited for it and the seconds they
-        waited, pattern switches (a hierarchical group's: its rail's)."""
-        if self._hier is not None and self._hier.rail is not None:
-            return self._hier.rail.control_stats()
+        waited, pattern switches."""
         if self._control is None:
             return dict(self._closed_stats) if self._closed_stats else {"exchanges": 0, "control_messages": 0, "waits": 0, "wait_s": 0.0, "switches": 0}
         return self._control.stats()
@@ -178,13 +170,13 @@ class ReactBackend(Delegated, _C10dBackend):
             self._patterns[raw] = p
         return p
 
-    def _state(self, op: str, t: torch.Tensor, numel: int, root: int) -> KeyState:
+    def _state(self, op: str, t: torch.Tensor, numel: int, root: int, size: int) -> KeyState:
         key = (op, str(t.dtype).replace("torch.", ""), numel, root)
         st = self._keys.get(key)
         if st is None:
-            raw = _lib.generate_pattern(op, self.cfg.algo(op), self._size, root)
+            raw = _lib.generate_pattern(op, self.cfg.algo(op), size, root)
             st = KeyState(pattern=self._decode(raw))
-            st.tuned = numel >= 2 * self._size * max(st.pattern.nchunks, 1)
+            st.tuned = numel >= 2 * size * max(st.pattern.nchunks, 1)
             self._keys[key] = st
             if self._control is not None:
                 self._control.keys[key] = st
@@ -202,22 +194,39 @@ class ReactBackend(Delegated, _C10dBackend):
             if self._check is not None:
                 self._check(op, dtype, 0, root, redop)
             return
-        key, st = self._state(op, t, numel, root)
+
+        def check(st):
+            self._check(op, dtype, numel, root, redop, st.epoch, st.version)
+
+        self._pattern_call(op, t, numel, work, reduce, root, check=check if self._check is not None else None)
+
+    def _pattern_call(self, op: str, t: torch.Tensor, numel: int, work: Optional[torch.Tensor], reduce: str, root: int,
+                      rail: Optional["hier.RailGroup"] = None, check=None) -> None:
+        """One epoch of a key: its pattern over the group's ranks, or with a
+        rail over the rail's (one rank a host; rank = host). work None: this
+        rank is on no rail (a host's ranks past the rail count) and only
+        counts the epoch, as every rank of the group must."""
+        rank, size, peers = self._rank, self._size, self.global_ranks
+        if self._hier is not None:
+            rank, size, peers = self.layout.host(self._rank), len(self.layout.hosts), rail.global_ranks if rail is not None else []
+        key, st = self._state(op, t, numel, root, size)
         if self._control is not None:
             self._control.begin(key, st)
-        if self._check is not None:
-            self._check(op, dtype, numel, root, redop, st.epoch, st.version)
-        pk = (id(st.pattern), self._rank, numel)
-        pl = self._plans.get(pk)
-        if pl is None:
-            pl = plan(st.pattern, self._rank, numel)
-            self._plans[pk] = pl
+        if check is not None:
+            check(st)
         t0 = time.perf_counter()
-        inner = self._inner(t)
-        ex = self._executors.get(id(inner))
-        if ex is None:
-            ex = self._executors[id(inner)] = Executor(inner, self._rank, self._size, self.cfg.segment_bytes, self.global_ranks)
-        fct = ex.run(st.pattern, pl, work, reduce)
+        fct = {}
+        if work is not None:
+            pk = (id(st.pattern), rank, numel)
+            pl = self._plans.get(pk)
+            if pl is None:
+                pl = plan(st.pattern, rank, numel)
+                self._plans[pk] = pl
+            inner = rail.pg(t) if rail is not None else self._inner(t)
+            ex = self._executors.get(id(inner))
+            if ex is None:
+                ex = self._executors[id(inner)] = Executor(inner, rank, size, self.cfg.segment_bytes, peers)
+            fct = ex.run(st.pattern, pl, work, reduce)
         elapsed = time.perf_counter() - t0
         if self._control is not None:
             self._control.end(key, st, fct, elapsed)

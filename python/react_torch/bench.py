@@ -165,7 +165,7 @@ def _switches(group, call: Call) -> Optional[int]:
     b = react_torch.backend_of(group)
     if b is None:
         return None
-    if b._hier is not None:  # the rail's keys are shards of the calls: this op's, all sizes so far
+    if b._hier is not None:  # its keys are shards of the calls: this op's, all sizes so far
         return sum(k["switches"] for k in b.stats() if k["op"] == call.op)
     st = b._keys.get((call.op, "float32", call.numel, call.root))
     return st.switches if st is not None else 0
@@ -175,7 +175,7 @@ def _hosts(group) -> str:
     b = react_torch.backend_of(group)
     if b is None or b.layout is None:
         return "one rank a host (flat)" if b is not None else "not react"
-    how = "hierarchical: inter-host patterns per rail" if b._hier is not None else "flat: one pattern over the ranks"
+    how = "hierarchical: one pattern over hosts on every rail" if b._hier is not None else "flat: one pattern over the ranks"
     return f"{b.layout.describe()}, {how} (REACT_HOSTS, REACT_HOST_ID)"
 
 

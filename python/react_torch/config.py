@@ -151,7 +151,8 @@ def from_env(env: Optional[Dict[str, str]] = None) -> Config:
     react_torch's own."""
     env = os.environ if env is None else env
     cfg = own_settings(env)
-    own = {var for var, _, _, _ in _FIELDS.values()} | {"REACT_LIBRARY"}
+    # REACT_HOST_ID is one rank's, not a group setting (hosts.py reads it)
+    own = {var for var, _, _, _ in _FIELDS.values()} | {"REACT_LIBRARY", "REACT_HOST_ID"}
     rest = sorted(k for k in env if k.startswith("REACT_") and k not in own)
     if not rest:
         return cfg

@@ -85,7 +85,7 @@ class PeerError(RuntimeError):
         self.peer = peer
 
 
-def _combine(acc: torch.Tensor, x: torch.Tensor, name: str) -> None:
+def combine(acc: torch.Tensor, x: torch.Tensor, name: str) -> None:
     if name == BAND:
         acc.bitwise_and_(x)
     elif name == BOR:
@@ -179,7 +179,7 @@ class _Recv:
             if a < b:
                 dst, src = part[a - off : b - off], self.buf[a:b]
                 if kind == REDUCE:
-                    _combine(dst, src, reduce)
+                    combine(dst, src, reduce)
                 else:
                     dst.copy_(src)
             off += n

@@ -5,11 +5,11 @@ phases, as NCCL's do across nodes: inside each host on the inner backend's
 own collectives over a per-host group (NCCL over NVLink, Gloo on CPU); then
 across hosts, where local rank i of every host (rail i) runs the
 inter-host pattern over the hosts on its shard, all rails at once; then
-inside each host again. Only the inter-host pattern is a pattern: a rail is
-a react group of its own (one rank a host) with its own keys, epochs,
-control plane and tuner, so each rail is timed and tuned and a swap moves
-hosts. A host whose NIC is congested is congested for every rail, so every
-rail's tuner moves it.
+inside each host again. Only the inter-host pattern is a pattern, over
+hosts, and only it is timed and tuned: the group keeps one key (a shard of
+the call), one control plane and one tuner for all rails, every rail runs
+the key's pattern in force, and the leader sees each flow's slowest rail.
+A swap moves a host with all its rails.
 
 Phases per op (n elements, R rails, shard S = ceil(n / R)):
   allreduce      host reduce-scatter into R shards; rail allreduce of the
@@ -31,18 +31,14 @@ take part in its host phases only.
 from __future__ import annotations
 
 import dataclasses
-import logging
 from datetime import timedelta
 from typing import Callable, List, Optional
 
 import torch
 import torch.distributed as dist
 
-from . import config
-from .executor import AVG, SUM, _combine
+from .executor import AVG, SUM, combine
 from .hosts import Layout
-
-log = logging.getLogger("react_torch")
 
 # What Gloo reduces itself (measured on 2 ranks, torch 2.15): every other
 # (dtype, op) runs as a byte all-gather and a local reduction in rank order.
@@ -106,21 +102,38 @@ class HostGroup:
         every = self.allgather(inp).view(self.size, self.size, part)[:, self.local]
         acc = every[0].clone()
         for i in range(1, self.size):
-            _combine(acc, every[i], name)
+            combine(acc, every[i], name)
         return acc
+
+
+class RailGroup:
+    """The inner backend's point-to-point transfers among rail i's ranks
+    (local rank i of every host; rank = host), where the patterns run."""
+
+    def __init__(self, store, i: int, host: int, hosts: int, timeout: timedelta, global_ranks: List[int]):
+        self.global_ranks = global_ranks
+        self._store, self._i, self._host, self._hosts, self._timeout = store, i, host, hosts, timeout
+        self._gloo = dist.ProcessGroupGloo(dist.PrefixStore(f"react/rail{i}", store), host, hosts, timeout)
+        self._nccl = None
+
+    def pg(self, t: torch.Tensor):
+        if t.device.type == "cuda":
+            if self._nccl is None:
+                self._nccl = dist.ProcessGroupNCCL(dist.PrefixStore(f"react/rail{self._i}/nccl", self._store), self._host, self._hosts, self._timeout)
+            return self._nccl
+        return self._gloo
 
 
 @dataclasses.dataclass
 class Hier:
     """One rank's part of a hierarchical group: its host group and, if its
-    local rank is below the rail count, its rail (a react backend over one
-    rank a host)."""
+    local rank is below the rail count, its rail."""
 
     layout: Layout
     rank: int
     host: HostGroup
-    rail: Optional[object]  # ReactBackend, or None past the rails or on one host
-    run_rail: Callable  # rail._run
+    rail: Optional[RailGroup]  # None past the rails or on one host
+    call: Callable  # backend._pattern_call: one epoch of a key's pattern over hosts
     check: Optional[Callable]
 
     @property
@@ -135,8 +148,12 @@ class Hier:
     def H(self) -> int:
         return len(self.layout.hosts)
 
-    def _on_rail(self) -> bool:
-        return self.rail is not None
+    def _across(self, op: str, part: torch.Tensor, numel: int, name: str = SUM, root_host: int = -1) -> None:
+        """The inter-host pattern on part. Every rank of the group takes part
+        in the key's epoch (the control plane counts calls on every rank);
+        a rank on no rail moves nothing."""
+        if self.H > 1:
+            self.call(op, part, numel, part if self.rail is not None else None, name, root_host, rail=self.rail)
 
     def run(self, op: str, t: torch.Tensor, numel: int, work: torch.Tensor, reduce: str = SUM, root: int = -1) -> None:
         """Runs one collective with the flat pattern's contract on work
@@ -166,16 +183,14 @@ class Hier:
     def _allreduce(self, work: torch.Tensor, name: str, root: int) -> None:
         n = work.numel()
         part = self._reduced_shard(work, name)
-        if self._on_rail():
-            self.run_rail("allreduce", part, part.numel(), part, name)
+        self._across("allreduce", part, part.numel(), name)
         work.copy_(self.host.allgather(part)[:n])
 
     def _reduce(self, work: torch.Tensor, name: str, root: int) -> None:
         n = work.numel()
         rh = self.layout.host(root)
         part = self._reduced_shard(work, name)
-        if self._on_rail():
-            self.run_rail("reduce", part, part.numel(), part, name, rh)
+        self._across("reduce", part, part.numel(), name, rh)
         if self.h == rh:
             whole = self.host.allgather(part)
             if self.rank == root:
@@ -194,8 +209,7 @@ class Hier:
         if self.h == rh and i < self.R:
             lo, hi = min(i * S, n), min((i + 1) * S, n)
             part[: hi - lo].copy_(work[lo:hi])
-        if self._on_rail():
-            self.run_rail("broadcast", part, S, part, SUM, rh)
+        self._across("broadcast", part, S, SUM, rh)
         if self.h != rh:
             work.copy_(self.host.allgather(part)[:n])
 
@@ -216,8 +230,7 @@ class Hier:
         if i < R:
             lo, hi = min(i * S, block.numel()), min((i + 1) * S, block.numel())
             rail[self.h * S : self.h * S + hi - lo].copy_(block[lo:hi])
-            if self._on_rail():
-                self.run_rail("allgather", rail, H * S, rail)
+        self._across("allgather", rail, H * S)
         every = self.host.allgather(rail).view(L, H, S)[:R]  # [rail, host, shard]
         for k, rs in enumerate(self.layout.hosts):
             blk = every[:, k].reshape(-1)
@@ -238,8 +251,7 @@ class Hier:
         arranged = torch.zeros(L, H, S, dtype=work.dtype, device=work.device)  # [rail, host, shard]
         arranged[:R].copy_(by_host.view(H, R, S).permute(1, 0, 2))
         part = self.host.reduce_scatter(arranged.view(-1), name)  # [host, shard] of my rail
-        if self._on_rail():
-            self.run_rail("reducescatter", part, H * S, part, name)
+        self._across("reducescatter", part, H * S, name)
         mine = part[self.h * S : (self.h + 1) * S] if self.host.local < R else part[:S]
         block = self.host.allgather(mine.contiguous())[: R * S]
         i = self.host.local

@@ -10,7 +10,7 @@ import torch
 import torch.distributed as dist
 
 import react_torch
-from react_torch.executor import _combine, _Recv
+from react_torch.executor import combine, _Recv
 from react_torch.pattern import COPY, REDUCE, Message
 
 cuda = pytest.mark.skipif(not torch.cuda.is_available(), reason="no CUDA device here")
@@ -26,7 +26,7 @@ def test_executor_applies_on_gpu():
     want = torch.tensor([1, 2, 3, 4, 4, 5, 6, 7, 1, 1, 1, 1], dtype=torch.float32)
     assert torch.equal(work.cpu(), want)
     acc = torch.tensor([1, 5], device="cuda", dtype=torch.int32)
-    _combine(acc, torch.tensor([3, 2], device="cuda", dtype=torch.int32), "max")
+    combine(acc, torch.tensor([3, 2], device="cuda", dtype=torch.int32), "max")
     assert acc.tolist() == [3, 5]
 
 

@@ -19,6 +19,7 @@ LAYOUTS = {
     "uneven": [0, 1, 0, 1, 1],  # hosts of 2 and 3 ranks, interleaved
 }
 TUNE_OFF = {"REACT_TUNE": "0"}
+HOOK = {"REACT_LAG": "2", "REACT_MODEL": "paper"}  # as test_backend's switch tests, and why
 
 
 def ok(res, word):
@@ -43,12 +44,18 @@ def test_hierarchical_large_messages():
     ok(launch(4, "large", env={**TUNE_OFF, "REACT_SEGMENT_BYTES": str(1 << 18)}, hosts=LAYOUTS["2x2"]), "large")
 
 
-def test_rails_switch_mid_run():
-    """The slow rank's host is congested for every rail: each rail's tuner
-    switches, results stay exact, a rail's ranks agree on every epoch."""
-    outs = ok(launch(6, "hostswitch", env={"REACT_TEST_SLOW_RANK": "5", "REACT_LAG": "2", "REACT_MODEL": "paper"},
-                     hosts=LAYOUTS["3x2"]), "hostswitch")
-    assert {re.search(r"rail=(\d)", o).group(1) for o in outs} == {"0", "1"}
+@pytest.mark.parametrize("hosts_,slow", [
+    (LAYOUTS["3x2"], 5),
+    ([0, 1, 2, 0, 1, 2, 1], 1),  # hosts of 2, 3 and 2 ranks: rank 6 is on no rail
+])
+def test_host_pattern_switches_mid_run(hosts_, slow):
+    """The slow rank's host is congested for every rail: the group's tuner
+    switches the pattern over hosts, results stay exact, every rank runs the
+    same version at every epoch (ranks past the rails too); the key is a
+    shard of the call (8192 elements over 2 rails)."""
+    outs = ok(launch(len(hosts_), "hostswitch", env={"REACT_TEST_SLOW_RANK": str(slow), **HOOK}, hosts=hosts_), "hostswitch")
+    assert {re.search(r"rail=(\d)", o).group(1) for o in outs} == {str(i) for i in range(max(hosts_.count(h) for h in hosts_))}
+    assert all("numel=4096" in o for o in outs), outs
 
 
 def test_ddp_losses_equal_gloo_on_hosts():
