@@ -251,7 +251,7 @@ def main() -> None:
     global PER_HOST
     PER_HOST = a.ranks_per_host
     if PER_HOST > 1:
-        print(f"# hosts of {PER_HOST} ranks: hierarchical collectives, the counters are rail 0's")
+        print(f"# hosts of {PER_HOST} ranks (REACT_HOST_ID): hierarchical collectives, patterns over hosts")
     for w in (["ddp", "small", "memory"] if a.what == "all" else [a.what]):
         {"ddp": run_ddp, "small": run_small, "memory": run_memory}[w](a)
 
