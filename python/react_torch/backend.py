@@ -72,7 +72,9 @@ class ReactBackend(Delegated, _C10dBackend):
         ccfg = self.cfg
         if self._hier is not None and self.cfg.test_slow_rank >= 0:  # the tuner's vertices are hosts
             ccfg = config.replace(self.cfg, test_slow_rank=self.layout.host(self.cfg.test_slow_rank))
-        self._control = Control(ccfg, self._ctrl_pg, rank, size, self._decode) if size > 1 and self.cfg.tune else None
+        # one host: nothing crosses a network, nothing to tune
+        tuned = size > 1 and self.cfg.tune and not (self._hier is not None and len(self.layout.hosts) == 1)
+        self._control = Control(ccfg, self._ctrl_pg, rank, size, self._decode) if tuned else None
         _live.add(self)
         _held.add(self)
 
@@ -83,7 +85,8 @@ class ReactBackend(Delegated, _C10dBackend):
         flow's slowest rail (the control gather keeps the largest time)."""
         lay, rank = self.layout, self._rank
         h, i = lay.host(rank), lay.local(rank)
-        host = hier.HostGroup(store, h, i, len(lay.hosts[h]), self._timeout)
+        whole = (self._gloo, self._inner) if len(lay.hosts) == 1 else None
+        host = hier.HostGroup(store, h, i, len(lay.hosts[h]), self._timeout, whole)
         rail = None
         if i < lay.rails and len(lay.hosts) > 1:
             rail = hier.RailGroup(store, i, h, len(lay.hosts), self._timeout, [self.global_ranks[r] for r in lay.rail(i)])

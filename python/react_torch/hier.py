@@ -54,14 +54,21 @@ def _bytes(t: torch.Tensor) -> torch.Tensor:
 class HostGroup:
     """The inner backend's collectives among the ranks of one host."""
 
-    def __init__(self, store, host: int, local: int, size: int, timeout: timedelta):
+    def __init__(self, store, host: int, local: int, size: int, timeout: timedelta, whole=None):
+        """whole: the group's own inner groups (gloo, nccl getter) when this
+        host holds every rank of the group."""
         self.local, self.size = local, size
         self._store, self._host, self._timeout = store, host, timeout
-        self._gloo = dist.ProcessGroupGloo(dist.PrefixStore(f"react/host{host}", store), local, size, timeout) if size > 1 else None
+        self._whole = whole
+        self._gloo = None
+        if size > 1:
+            self._gloo = whole[0] if whole else dist.ProcessGroupGloo(dist.PrefixStore(f"react/host{host}", store), local, size, timeout)
         self._nccl = None
 
     def _pg(self, t: torch.Tensor):
         if t.device.type == "cuda":
+            if self._whole:
+                return self._whole[1](t)
             if self._nccl is None:
                 self._nccl = dist.ProcessGroupNCCL(dist.PrefixStore(f"react/host{self._host}/nccl", self._store), self.local, self.size, self._timeout)
             return self._nccl
