@@ -26,6 +26,7 @@ import pytest
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 TESTBED = os.path.join(ROOT, "testbed", "testbed.py")
 sys.path.insert(0, os.path.join(ROOT, "testbed"))
+import netns  # noqa: E402
 import testbed  # noqa: E402
 
 try:
@@ -178,6 +179,6 @@ def test_unavailable_exit_code(monkeypatch, capsys):
     assert testbed.main(["demo"]) == testbed.EXIT_UNAVAILABLE
     assert "needs root" in capsys.readouterr().err
     monkeypatch.undo()
-    monkeypatch.setattr(testbed.shutil, "which", lambda tool: None)
+    monkeypatch.setattr(netns.shutil, "which", lambda tool: None)
     assert testbed.main(["demo"]) == testbed.EXIT_UNAVAILABLE
     assert "'ip'" in capsys.readouterr().err
