@@ -1,10 +1,6 @@
 """A small model trained with DDP on the react backend.
 
-    REACT_HOSTS=flat torchrun --nproc_per_node=4 examples/train_ddp.py
-
-On one machine every rank is on one host, where react runs the inner
-backend's own collectives; REACT_HOSTS=flat runs patterns between the ranks
-as if each were a host. On a cluster (torchrun --nnodes=H) leave it out.
+    torchrun --nproc_per_node=4 examples/train_ddp.py
 """
 
 from datetime import timedelta

@@ -19,7 +19,7 @@ log = logging.getLogger("react_torch")
 # react_torch's own settings: name -> (environment variable, type, default, help)
 _FIELDS = {
     "tune": ("REACT_TUNE", bool, True, "run the tuner; 0 keeps the static patterns"),
-    "hosts": ("REACT_HOSTS", str, "auto", "auto (hierarchical when a host runs several ranks of the group), flat (one pattern over every rank) or hier"),
+    "hosts": ("REACT_HOSTS", str, "auto", "auto (hierarchical when the group spans several hosts and one runs several of its ranks), flat (one pattern over every rank) or hier"),
     "algo_allreduce": ("REACT_ALGO_ALLREDUCE", str, "tree", "tree, ring or halving_doubling"),
     "algo_allgather": ("REACT_ALGO_ALLGATHER", str, "ring", "ring or recursive_doubling"),
     "algo_reducescatter": ("REACT_ALGO_REDUCESCATTER", str, "ring", "ring"),

@@ -103,7 +103,9 @@ class Layout:
             return True
         if mode == "flat":
             return False
-        return any(len(rs) > 1 for rs in self.hosts)
+        # one host: the ranks of one machine stand for hosts (tests, benchmarks,
+        # a first try), as before hosts were found
+        return len(self.hosts) > 1 and any(len(rs) > 1 for rs in self.hosts)
 
     def describe(self) -> str:
         sizes = [len(rs) for rs in self.hosts]

@@ -81,8 +81,8 @@ def test_exit_without_destroy_is_clean_under_torchrun(hosts):
     """Before: 5 of 5 runs died of SIGABRT ("terminate called without an
     active exception", torchrun's ChildFailedError): the control thread was
     still inside an exchange when the interpreter tore its group down.
-    flat: tuned patterns between the ranks; auto: this machine is one host
-    (the inner backend's collectives, no control plane)."""
+    flat: tuned patterns between the ranks; auto: found on one host, which
+    runs flat too."""
     env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"), OMP_NUM_THREADS="1",
                REACT_LAG="2", REACT_TEST_SLOW_RANK="2", REACT_HOSTS=hosts)
     r = subprocess.run([sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "3", CONFORM, "no_destroy"],

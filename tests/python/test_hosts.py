@@ -76,7 +76,7 @@ def test_ddp_losses_equal_gloo_on_hosts():
     ([0, 0, 1, 1], {"REACT_HOSTS": "flat"}, False),
     ([0, 0, 1, 1], {}, True),
     ([0, 1, 2], {"REACT_HOSTS": "hier"}, True),
-    (["", "", ""], {}, True),  # nothing named: found by hostname, boot id and address, all on this machine
+    (["", "", ""], {}, False),  # nothing named: found on one host (this machine), which runs flat
 ])
 def test_layout_found_and_forced(layout, env, hier):
     hosts_ = layout if layout[0] != "" else None
@@ -107,7 +107,7 @@ def test_layout_of_identities(ids, want, rails):
     for h, rs in enumerate(want):
         for i, r in enumerate(rs):
             assert (lay.host(r), lay.local(r)) == (h, i)
-    assert lay.hierarchical("auto") == any(len(rs) > 1 for rs in want)
+    assert lay.hierarchical("auto") == (len(want) > 1 and any(len(rs) > 1 for rs in want))
     assert lay.hierarchical("hier") and not lay.hierarchical("flat")
 
 
