@@ -116,51 +116,22 @@ def collectives():
     print("OK collectives", flush=True)
 
 
-def switch():
-    """Congestion is made up on the leader (REACT_TEST_SLOW_RANK): the real
-    tuner switches patterns mid-run; results stay exact and every rank runs
-    the same version at every epoch."""
+def _switching(numel):
+    """80 epochs of one key under made-up congestion (REACT_TEST_SLOW_RANK):
+    results stay exact, every rank runs the same version at every epoch,
+    and the version in force at the end is a switched one. Returns the
+    group's backend and the versions run."""
     rank, n, gloo = init()
     pg = react_torch.backend_of()
     assert pg is not None, "the default group has no react backend"
     versions = []
     for it in range(80):
-        x = data(rank, 4096, torch.int64, it)
+        x = data(rank, numel, torch.int64, it)
         ref = x.clone()
         dist.all_reduce(x)
         dist.all_reduce(ref, group=gloo)
         same(x, ref, f"epoch {it}")
-        st = pg._keys[("allreduce", "int64", 4096, -1)]
-        v = torch.tensor([st.version])
-        allv = [torch.zeros(1, dtype=torch.int64) for _ in range(n)]
-        dist.all_gather(allv, v, group=gloo)
-        if len({int(t) for t in allv}) != 1:
-            raise AssertionError(f"epoch {it}: ranks run versions {[int(t) for t in allv]}")
-        versions.append(int(v))
-    if versions[-1] == 0:
-        raise AssertionError("no pattern switch happened")
-    dist.barrier()
-    dist.destroy_process_group()
-    print(f"OK switch versions={sorted(set(versions))}", flush=True)
-
-
-def hostswitch():
-    """Hosts with several ranks (REACT_HOST_ID): the slow rank's host is
-    made up congested on the leader; the group's tuner switches its pattern
-    over hosts mid-run, results stay exact, every rank (every rail) runs the
-    same version at every epoch."""
-    rank, n, gloo = init()
-    pg = react_torch.backend_of()
-    lay = pg.layout
-    versions = []
-    for it in range(80):
-        x = data(rank, 8192, torch.int64, it)
-        ref = x.clone()
-        dist.all_reduce(x)
-        dist.all_reduce(ref, group=gloo)
-        same(x, ref, f"epoch {it}")
-        st = pg.stats()
-        v = torch.tensor([st[0]["version"]])
+        v = torch.tensor([pg.stats()[0]["version"]])
         allv = [torch.zeros(1, dtype=torch.int64) for _ in range(n)]
         dist.all_gather(allv, v, group=gloo)
         if len({int(t) for t in allv}) != 1:
@@ -168,10 +139,25 @@ def hostswitch():
         versions.append(int(v))
     if versions[-1] == 0:
         raise AssertionError(f"no pattern switch happened ({pg.stats()})")
-    key = pg.stats()[0]
     dist.barrier()
+    return pg, sorted(set(versions))
+
+
+def switch():
+    """The real tuner switches patterns mid-run (_switching)."""
+    pg, versions = _switching(4096)
     dist.destroy_process_group()
-    print(f"OK hostswitch rail={lay.local(rank)} numel={key['numel']} versions={sorted(set(versions))}", flush=True)
+    print(f"OK switch versions={versions}", flush=True)
+
+
+def hostswitch():
+    """Hosts with several ranks (REACT_HOST_ID): the slow rank's host is
+    congested for every rail; the group's one tuner switches the pattern
+    over hosts (_switching); its key is the call's shard."""
+    pg, versions = _switching(8192)
+    rail, numel = pg.layout.local(dist.get_rank()), pg.stats()[0]["numel"]
+    dist.destroy_process_group()
+    print(f"OK hostswitch rail={rail} numel={numel} versions={versions}", flush=True)
 
 
 def hostlayout():
