@@ -18,6 +18,7 @@ type Predictor struct {
 	rp    Replayer
 	scale []float64
 	fct   []float64
+	est   Estimator
 }
 
 // Predictor returns a judge of the current fit; nil before any fit.
@@ -58,19 +59,30 @@ func (m *Model) Cautious(z float64) *Predictor {
 // be critpath.New(p). It also leaves every flow's predicted FCT in FCT().
 func (pr *Predictor) Time(p *ten.Pattern, dag *critpath.DAG, bytes float64) float64 {
 	pr.fct = grow(pr.fct, len(p.Flows))
-	var scale []float64
-	if len(pr.pairs) > 0 {
-		pr.scale = grow(pr.scale, len(p.Flows))
-		for i := range p.Flows {
-			f := &p.Flows[i]
-			pr.scale[i] = 1
-			if v, ok := pr.pairs[[2]int32{f.Src, f.Dst}]; ok {
-				pr.scale[i] = v
-			}
-		}
-		scale = pr.scale
+	return pr.rp.Replay(p, dag, bytes, &pr.net, pr.scales(p), pr.fct)
+}
+
+// Estimate is the quick judgement of p (Estimator.Estimate) under the
+// fit: it ranks candidates for Time to judge. dag may be nil when the
+// executor is stepped.
+func (pr *Predictor) Estimate(p *ten.Pattern, dag *critpath.DAG, bytes float64) float64 {
+	return pr.est.Estimate(p, dag, bytes, &pr.net, pr.scales(p))
+}
+
+// scales is every flow's slow-pair factor, nil without slow pairs.
+func (pr *Predictor) scales(p *ten.Pattern) []float64 {
+	if len(pr.pairs) == 0 {
+		return nil
 	}
-	return pr.rp.Replay(p, dag, bytes, &pr.net, scale, pr.fct)
+	pr.scale = grow(pr.scale, len(p.Flows))
+	for i := range p.Flows {
+		f := &p.Flows[i]
+		pr.scale[i] = 1
+		if v, ok := pr.pairs[[2]int32{f.Src, f.Dst}]; ok {
+			pr.scale[i] = v
+		}
+	}
+	return pr.scale
 }
 
 // Congested reports whether any count or pair residual is significant:

@@ -120,11 +120,20 @@ func swapRank(r, x, y int32) int32 {
 // Apply returns a copy of p with the swap applied. Flow indexes are kept, so
 // per-flow history (FCTs, critical paths) still refers to the same flows.
 func Apply(p *ten.Pattern, s Swap) *ten.Pattern {
-	q := p.Clone()
+	q := &ten.Pattern{}
+	ApplyInto(q, p, s)
+	return q
+}
+
+// ApplyInto is Apply writing into q, whose flow slice it reuses: a search
+// that screens thousands of candidates keeps one scratch pattern.
+func ApplyInto(q, p *ten.Pattern, s Swap) {
+	fl := append(q.Flows[:0], p.Flows...)
+	*q = *p
+	q.Flows = fl
 	for i := range q.Flows {
 		q.Flows[i].Src, q.Flows[i].Dst = s.relabel(&p.Flows[i])
 	}
-	return q
 }
 
 // Changed lists the flows whose endpoints the swap changes.

@@ -3,6 +3,7 @@ package tuner
 import (
 	"cmp"
 	"fmt"
+	"iter"
 	"math"
 	"slices"
 
@@ -213,6 +214,27 @@ const maxSwaps = 16
 // at 1024 ranks, where a decision must stay under a second.
 const judgeBudget = 150_000
 
+// screenBudget bounds the candidates one search lists (and screens, in a
+// large neighbourhood), in flows of the patterns: several neighbourhoods of
+// a 64-rank tree, a few hundred candidates at 1024 ranks.
+const screenBudget = 2_000_000
+
+// screenPerClimb bounds what one neighbourhood screens, in flows: every
+// candidate at 8 ranks, those of the suspects and then some at 64, so that
+// the budget lasts for the climb's later steps.
+const screenPerClimb = 300_000
+
+// replayAll is the largest neighbourhood, in flows of all its candidates,
+// that the replay judges whole: every neighbourhood of an 8-rank tree.
+// The quick estimate ranks the replay's best candidate among its first
+// dozen only about 60% of the time on fig5-tree, and judging a shortlist
+// there costs about 4 points of the oracle's gain.
+const replayAll = 6000
+
+// shortlist is how many candidates of a screened neighbourhood, the best
+// by the quick estimate, the replay judges beyond the keep asked for.
+const shortlist = 16
+
 // restarts is how many of the best first swaps the climb starts from: a
 // greedy climb stops on the first hilltop, and the model's judgements are
 // cheap beside a batch of the collective.
@@ -236,37 +258,87 @@ type search struct {
 	suspects  []int32
 	judged    map[string]float64
 	evaluated int
-	work      int
+	work      int // flows replayed
+	screened  int // flows estimated
 }
 
 // neighbours returns up to keep patterns one swap from n, the fastest
 // first, that the model predicts faster than n by at least a part in a
-// thousand.
+// thousand. A small neighbourhood is judged whole by the replay; a large
+// one (more than replayAll flows in all) is screened by the quick estimate
+// within screenBudget, and the shortlist best by it are replayed.
 func (sr *search) neighbours(n node, keep int) []node {
-	var out []node
-	for _, s := range candidates(n.p, sr.suspects) {
-		if sr.work >= judgeBudget {
+	type cand struct {
+		s   transform.Swap
+		dag *critpath.DAG
+		est float64
+	}
+	stepped := sr.pr.Net().Stepped
+	var pdag *critpath.DAG
+	if !stepped {
+		pdag = critpath.New(n.p)
+	}
+	// dagOf is a candidate's DAG: a relabelling within chunks keeps every
+	// dependency, and the stepped replay needs none.
+	dagOf := func(s transform.Swap, q *ten.Pattern) *critpath.DAG {
+		switch {
+		case stepped:
+			return nil
+		case s.Kind == transform.Position:
+			return critpath.New(q)
+		}
+		return pdag
+	}
+	flows := len(n.p.Flows)
+	limit := min(screenBudget, sr.screened+screenPerClimb)
+	var cs []cand
+	for s := range candidates(n.p, sr.suspects) {
+		if sr.screened >= limit {
 			break
 		}
-		q := transform.Apply(n.p, s)
+		sr.screened += flows
+		cs = append(cs, cand{s: s})
+	}
+	screen := len(cs)*flows > replayAll
+	if screen {
+		var q ten.Pattern // scratch: a candidate is materialised only to be replayed
+		for i := range cs {
+			transform.ApplyInto(&q, n.p, cs[i].s)
+			cs[i].dag = dagOf(cs[i].s, &q)
+			cs[i].est = sr.pr.Estimate(&q, cs[i].dag, sr.t.bytes)
+		}
+		slices.SortStableFunc(cs, func(a, b cand) int { return cmp.Compare(a.est, b.est) })
+	}
+	var out []node
+	listed := 0
+	for _, c := range cs {
+		if (screen && listed >= shortlist+keep) || sr.work >= judgeBudget {
+			break
+		}
+		q := transform.Apply(n.p, c.s)
 		fp := fingerprint(q)
 		if sr.t.rejected[fp] {
 			continue
 		}
 		v, ok := sr.judged[fp]
 		if !ok {
+			listed++
 			v = -1
-			if s.Kind == transform.Position || semantics.Check(q) == nil {
+			if c.s.Kind == transform.Position || semantics.Check(q) == nil {
 				sr.evaluated++
 				sr.work += len(q.Flows)
-				v = sr.pr.Time(q, critpath.New(q), sr.t.bytes)
+				dag := c.dag
+				if dag == nil && !screen {
+					dag = dagOf(c.s, q)
+				}
+				v = sr.pr.Time(q, dag, sr.t.bytes)
 			}
 			sr.judged[fp] = v
 		}
 		if v < 0 || v >= n.t*(1-1e-3) {
 			continue
 		}
-		next := node{p: q, t: v, trials: append(slices.Clip(n.trials), Trial{Swap: s, Before: n.t, After: v, Accepted: true}),
+		next := node{p: q, t: v, trials: append(slices.Clip(n.trials), Trial{Swap: c.s, Before: n.t, After: v, Accepted: true}),
 			steps: append(slices.Clip(n.steps), fp)}
 		i, _ := slices.BinarySearchFunc(out, v, func(a node, t float64) int { return cmp.Compare(a.t, t) })
 		if i < keep {
@@ -323,48 +395,53 @@ func bySeverity(pr *links.Predictor) []int32 {
 	return sus
 }
 
-// candidates lists every transform of the three kinds, those that move
+// candidates yields every transform of the three kinds, those that move
 // the suspect ranks first (suspect by suspect in the order given), then
 // those among the other ranks, which change what runs concurrently with the
 // suspects' flows: for each rank, position swaps of its vertices with their
 // partners, then chunk-local and global swaps with every rank not listed
-// before it.
-func candidates(p *ten.Pattern, suspects []int32) []transform.Swap {
-	var out []transform.Swap
-	done := make([]bool, p.Ranks)
-	chunks := p.Chunks()
-	pos := transform.NewPositions(p)
-	order := slices.Clone(suspects)
-	for x := 0; x < p.Ranks; x++ {
-		if !slices.Contains(suspects, int32(x)) {
-			order = append(order, int32(x))
+// before it. It is lazy: at 1024 ranks the whole list has millions of
+// swaps and the search's budget takes a few dozen.
+func candidates(p *ten.Pattern, suspects []int32) iter.Seq[transform.Swap] {
+	return func(yield func(transform.Swap) bool) {
+		done := make([]bool, p.Ranks)
+		chunks := p.Chunks()
+		pos := transform.NewPositions(p)
+		order := slices.Clone(suspects)
+		for x := 0; x < p.Ranks; x++ {
+			if !slices.Contains(suspects, int32(x)) {
+				order = append(order, int32(x))
+			}
 		}
-	}
-	for _, x := range order {
-		for c := 0; c < chunks; c++ {
-			for _, v := range pos.Occupied(c) {
-				if v.Rank != x {
-					continue
-				}
-				for _, w := range pos.Partners(v) {
-					if !done[w.Rank] {
-						out = append(out, transform.PositionSwap(v, w))
+		for _, x := range order {
+			for c := 0; c < chunks; c++ {
+				for _, v := range pos.Occupied(c) {
+					if v.Rank != x {
+						continue
+					}
+					for _, w := range pos.Partners(v) {
+						if !done[w.Rank] && !yield(transform.PositionSwap(v, w)) {
+							return
+						}
 					}
 				}
 			}
-		}
-		for y := 0; y < p.Ranks; y++ {
-			if int32(y) == x || done[y] {
-				continue
-			}
-			if chunks > 1 {
-				for c := 0; c < chunks; c++ {
-					out = append(out, transform.ChunkSwap(c, int(x), y))
+			for y := 0; y < p.Ranks; y++ {
+				if int32(y) == x || done[y] {
+					continue
+				}
+				if chunks > 1 {
+					for c := 0; c < chunks; c++ {
+						if !yield(transform.ChunkSwap(c, int(x), y)) {
+							return
+						}
+					}
+				}
+				if !yield(transform.GlobalSwap(int(x), y)) {
+					return
 				}
 			}
-			out = append(out, transform.GlobalSwap(int(x), y))
+			done[x] = true
 		}
-		done[x] = true
 	}
-	return out
 }
