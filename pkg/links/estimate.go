@@ -9,7 +9,7 @@ import (
 // candidates before the replay judges the few that look best. Its scratch
 // space is reused across calls; it is not safe for concurrent use.
 type Estimator struct {
-	in, out []int32 // flows into / out of a rank at a step, index step*ranks+rank
+	in, out []int32   // flows into / out of a rank at a step, index step*ranks+rank
 	load    []float64 // bytes through each rank's uplink, then downlink
 	w, fin  []float64
 	ready   []float64 // stepped: when each rank has finished its latest step
