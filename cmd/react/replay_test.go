@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -156,5 +157,67 @@ func TestGoldenReplay(t *testing.T) {
 			}
 			golden(t, tt.name, stdout)
 		})
+	}
+}
+
+// Logs of the namespace testbed (4 ranks, 2 MiB, 200 Mbit/s links, 2
+// cores; testbed/testbed.py run --ranks 4 --epochs 30|60): with no
+// congestion the FCTs fit the link model only to about 20%, and the
+// tuner must propose nothing; with rank 1's downlink shared with two
+// external flows it must move flows away from rank 1 in its second batch.
+func TestReplayTestbedLogs(t *testing.T) {
+	for _, tc := range []struct {
+		log    string
+		change bool
+	}{
+		{"testbed-tree4-p0.jsonl", false},
+		{"testbed-tree4-p2.jsonl", true},
+	} {
+		code, stdout, stderr := runArgs([]string{"replay", "--pattern", "testdata/pattern-allreduce-tree-4.json",
+			"--fcts", filepath.Join("testdata", tc.log), "--Stepped", "--bytes", "2097152", "--format", "json"}, "")
+		if code != 0 {
+			t.Fatalf("%s: exit %d, stderr:\n%s", tc.log, code, stderr)
+		}
+		var changed *jsonDecision
+		for _, line := range strings.Split(strings.TrimSpace(stdout), "\n") {
+			var d jsonDecision
+			if err := json.Unmarshal([]byte(line), &d); err != nil {
+				t.Fatalf("%s: %v in %q", tc.log, err, line)
+			}
+			if len(d.Pattern) > 0 && changed == nil {
+				changed = &d
+			}
+		}
+		if !tc.change {
+			if changed != nil {
+				t.Errorf("%s: batch %d changed the pattern without congestion (trials %v)", tc.log, changed.Batch, changed.Trials)
+			}
+			continue
+		}
+		if changed == nil || changed.Batch != 1 {
+			t.Fatalf("%s: want a change in batch 1, got %+v", tc.log, changed)
+		}
+		var after struct {
+			Flows []struct {
+				Dst int32 `json:"dst"`
+			} `json:"flows"`
+		}
+		if err := json.Unmarshal(changed.Pattern, &after); err != nil {
+			t.Fatal(err)
+		}
+		n0, n := 0, 0
+		for _, f := range pattern.TreeAllReduce(4).Flows {
+			if f.Dst == 1 {
+				n0++
+			}
+		}
+		for _, f := range after.Flows {
+			if f.Dst == 1 {
+				n++
+			}
+		}
+		if n >= n0 {
+			t.Errorf("%s: %d flows into the congested rank 1 after the change, %d before", tc.log, n, n0)
+		}
 	}
 }
