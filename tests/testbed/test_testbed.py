@@ -92,16 +92,15 @@ def test_congested_host_of_two_ranks_moved(tmp_path):
     assert sw["flows_into_target_after"] < sw["flows_into_target_before"], sw["text"]
 
 
-@pytest.mark.xfail(strict=False, reason="known, issue 12: on 2 shared cores a starved rank's FCTs (and collective time) look like a "
-                   "congested link for a batch or more; the link model's loop then tries one change, and a try made after epoch ~20 "
-                   "is still under evaluation when these 30 epochs end (passed 1 of 3 runs this session, all with other work on the cores)")
 def test_no_congestion_no_change(tmp_path):
     p, res = _run(["run", "--ranks", "4", "--flows", "0", "--epochs", "30", "--modes", "react", *SHORT], tmp_path)
     r = res["react"]
     assert r["wrong"] == 0
     # With nothing to route around the tuner keeps nothing and tries at most
     # once (the paper's Table 2 counts 34 changes at p = 0; a try and its
-    # revert are two).
+    # revert are two). On 2 shared cores the link model misses these FCTs by
+    # about 20% and blames the ranks that forward data; a gain it predicts
+    # must exceed half that miss (tuner.misfitShare).
     assert r["changes"] <= 2, f"{r['changes']} switches without congestion"
     sw = r["swap"]
     assert sw["edges_after"] == sw["edges_before"], f"kept a change without congestion ({r['changes']} switches)\n{sw['text']}"
