@@ -160,20 +160,24 @@ func TestGoldenReplay(t *testing.T) {
 	}
 }
 
-// Logs of the namespace testbed (4 ranks, 2 MiB, 200 Mbit/s links, 2
-// cores; testbed/testbed.py run --ranks 4 --epochs 30|60): with no
-// congestion the FCTs fit the link model only to about 20%, and the
-// tuner must propose nothing; with rank 1's downlink shared with two
-// external flows it must move flows away from rank 1 in its second batch.
+// Logs of the namespace testbed (2 MiB, 200 Mbit/s links, 2 cores;
+// testbed/testbed.py run or table): with no congestion the FCTs fit the
+// link model only to about 20%, and the tuner must propose nothing; with
+// rank 1's downlink shared with two external flows it must move flows away
+// from rank 1 in its first batch, though the model, 20-25% off, predicts
+// more than the collective takes (it waited 4 batches when that was held
+// against it).
 func TestReplayTestbedLogs(t *testing.T) {
 	for _, tc := range []struct {
-		log    string
-		change bool
+		log, pattern string
+		ranks        int
+		change       bool
 	}{
-		{"testbed-tree4-p0.jsonl", false},
-		{"testbed-tree4-p2.jsonl", true},
+		{"testbed-tree4-p0.jsonl", "pattern-allreduce-tree-4.json", 4, false},
+		{"testbed-tree4-p2.jsonl", "pattern-allreduce-tree-4.json", 4, true},
+		{"testbed-tree8-p2.jsonl", "pattern-allreduce-tree-8.json", 8, true},
 	} {
-		code, stdout, stderr := runArgs([]string{"replay", "--pattern", "testdata/pattern-allreduce-tree-4.json",
+		code, stdout, stderr := runArgs([]string{"replay", "--pattern", filepath.Join("testdata", tc.pattern),
 			"--fcts", filepath.Join("testdata", tc.log), "--Stepped", "--bytes", "2097152", "--format", "json"}, "")
 		if code != 0 {
 			t.Fatalf("%s: exit %d, stderr:\n%s", tc.log, code, stderr)
@@ -194,8 +198,8 @@ func TestReplayTestbedLogs(t *testing.T) {
 			}
 			continue
 		}
-		if changed == nil || changed.Batch != 1 {
-			t.Fatalf("%s: want a change in batch 1, got %+v", tc.log, changed)
+		if changed == nil || changed.Batch != 0 {
+			t.Fatalf("%s: want a change in batch 0, got %+v", tc.log, changed)
 		}
 		var after struct {
 			Flows []struct {
@@ -206,7 +210,7 @@ func TestReplayTestbedLogs(t *testing.T) {
 			t.Fatal(err)
 		}
 		n0, n := 0, 0
-		for _, f := range pattern.TreeAllReduce(4).Flows {
+		for _, f := range pattern.TreeAllReduce(tc.ranks).Flows {
 			if f.Dst == 1 {
 				n0++
 			}
