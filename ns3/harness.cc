@@ -168,7 +168,7 @@ struct Job {
     std::vector<int> inputs, pending, port;
     std::vector<double> fstart, fend;
     int left = 0, epoch = 0;
-    double start = 0, netBytes = 0;
+    double start = 0, netBytes = 0, epochTimeout = 0;
     std::map<int, Conn*> conns;  // by route slot
     json out = json::array();
     json decisions = json::array();
@@ -226,8 +226,18 @@ struct Job {
         left = n;
         netBytes = 0;
         start = Simulator::Now().GetSeconds();
+        Simulator::Schedule(Seconds(epochTimeout), &Job::watch, this, epoch);
         for (size_t f = 0; f < n; f++)
             if (pending[f] == 0) startFlow(f);
+    }
+    // watch fails the run when epoch e is still running: a stalled
+    // connection would otherwise keep the external flows busy, at great
+    // cost in wall time, until max_sim_s.
+    void watch(int e) {
+        if (epoch == e && left > 0)
+            throw std::runtime_error("job " + spec.name + ": epoch " + std::to_string(e) + " not done after " +
+                                     std::to_string(epochTimeout) + " simulated seconds (epoch_timeout_s); " +
+                                     std::to_string(left) + " flows left");
     }
     void startFlow(int f) {
         const Flow& fl = pat.flows[f];
@@ -360,6 +370,7 @@ int run(const std::string& inPath, const std::string& outPath) {
         j->h = &h;
         j->id = jobs.size();
         j->epochs = epochs;
+        j->epochTimeout = cfg.at("epoch_timeout_s");
         j->rng.seed(seed * 1000003 + j->id);
         if (j->spec.flows.empty())
             j->pat = generatePattern(j->spec.op, j->spec.algo, j->spec.ranks, j->spec.root);

@@ -44,7 +44,6 @@ class Net {
     ns3::Ipv4Address pathAddr(int path) const;
     // primary is host h's own address (sources bind to it; ACKs return to it).
     ns3::Ipv4Address primary(int h) const { return primary_.at(h); }
-    int pathDst(int path) const { return spec_.paths.at(path).back(); }
     int pathSrc(int path) const { return spec_.paths.at(path).front(); }
 
   private:

@@ -129,21 +129,24 @@ func valuesString(vs []Value) string {
 // per run of a case (baseline, REACT, each variant). docs/simulation.md
 // documents every field.
 type PacketInput struct {
-	Format   string           `json:"format"`
-	Run      string           `json:"run"`
-	Scaling  string           `json:"scaling"`
-	Seed     uint64           `json:"seed"`
-	Epochs   int              `json:"epochs"`
-	Warmup   float64          `json:"warmup"`
-	MaxSim   float64          `json:"max_sim_s"`
-	TCP      PacketTCP        `json:"tcp"`
-	Switch   PacketSwitch     `json:"switch"`
-	Nodes    int              `json:"nodes"`
-	Hosts    int              `json:"hosts"`
-	Links    [][4]float64     `json:"links"` // from, to, bits/s, s
-	Paths    [][]int          `json:"paths"` // node lists, host to host
-	Jobs     []PacketJob      `json:"jobs"`
-	External []PacketExternal `json:"external"`
+	Format  string  `json:"format"`
+	Run     string  `json:"run"`
+	Scaling string  `json:"scaling"`
+	Seed    uint64  `json:"seed"`
+	Epochs  int     `json:"epochs"`
+	Warmup  float64 `json:"warmup"`
+	MaxSim  float64 `json:"max_sim_s"`
+	// EpochTimeout fails the run when an epoch takes longer (simulated
+	// seconds): a stalled connection, not a slow network.
+	EpochTimeout float64          `json:"epoch_timeout_s"`
+	TCP          PacketTCP        `json:"tcp"`
+	Switch       PacketSwitch     `json:"switch"`
+	Nodes        int              `json:"nodes"`
+	Hosts        int              `json:"hosts"`
+	Links        [][4]float64     `json:"links"` // from, to, bits/s, s
+	Paths        [][]int          `json:"paths"` // node lists, host to host
+	Jobs         []PacketJob      `json:"jobs"`
+	External     []PacketExternal `json:"external"`
 }
 
 // PacketTCP is DCTCP's setting in the harness. Every segment is ACKed
@@ -280,7 +283,7 @@ func (s *Scenario) PacketInputs(c Case, note string) ([]PacketInput, error) {
 func (in *instance) packetInput(name string, pats []*ten.Pattern, tune, external, failures bool) (PacketInput, error) {
 	net := in.simNet
 	pi := PacketInput{Format: "react.ns3-input/v1", Run: name, Seed: in.seed, Epochs: in.sc.Epochs, Warmup: 1e-3,
-		MaxSim: 1 + 0.1*float64(in.sc.Epochs), TCP: defaultPacketTCP, Switch: defaultPacketSwitch,
+		MaxSim: 1 + 0.1*float64(in.sc.Epochs), EpochTimeout: 0.05, TCP: defaultPacketTCP, Switch: defaultPacketSwitch,
 		Nodes: net.Nodes(), Hosts: net.Hosts(), External: []PacketExternal{}}
 	capOf := map[int]float64{}
 	if failures {
