@@ -150,9 +150,9 @@ $(NS3_BIN): $(NS3_SRC) $(LIB)
 # The packet engine against a closed form: 2 ranks, one flow (skipped,
 # with the reason, where libns3-dev cannot be installed).
 test-ns3: build
-	@if $(MAKE) --no-print-directory ns3; then \
-	  REACT_NS3=$(CURDIR)/$(NS3_BIN) $(GO) test -count=1 -run 'NS3' ./cmd/react; \
-	else echo "SKIP test-ns3: the harness could not be built (libns3-dev missing and not installable here; see above)"; fi
+	@if $(MAKE) --no-print-directory ns3-deps; then \
+	  $(MAKE) --no-print-directory ns3 && REACT_NS3=$(CURDIR)/$(NS3_BIN) $(GO) test -count=1 -run 'NS3' -v ./cmd/react; \
+	else echo "SKIP test-ns3: libns3-dev is missing and cannot be installed here (reason above)"; fi
 
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchmem ./pkg/...
