@@ -128,7 +128,11 @@ func runSim(e *env, args []string) int {
 		out.Write(js)
 	} else {
 		writeSimTable(out, res)
-		fmt.Fprintf(out, "\n%d cases in %.1f s on %d workers; wrote %s", len(sc.Cases()), elapsed.Seconds(), *workers, resultsPath)
+		how := fmt.Sprintf("on %d workers", *workers)
+		if *engine == "ns3" {
+			how = "one packet run at a time"
+		}
+		fmt.Fprintf(out, "\n%d cases in %.1f s, %s; wrote %s", len(sc.Cases()), elapsed.Seconds(), how, resultsPath)
 		if len(plots) > 0 {
 			fmt.Fprintf(out, " and %d plots", len(plots))
 		}
