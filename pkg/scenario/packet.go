@@ -209,25 +209,36 @@ type PacketOutput struct {
 	SimS   float64 `json:"sim_s"`
 	WallS  float64 `json:"wall_s"`
 	// Packets dropped by queues and by IP over the whole run.
-	QueueDrops int64 `json:"queue_drops"`
-	IPDrops    int64 `json:"ip_drops"`
-	Jobs       []struct {
-		Name   string `json:"name"`
-		Epochs []struct {
-			Elapsed   float64   `json:"elapsed"`
-			Reduce    float64   `json:"reduce"`
-			NetBytes  float64   `json:"net_bytes"`
-			Version   int64     `json:"version"`
-			Start     float64   `json:"start"`
-			FlowStart []float64 `json:"flow_start"`
-			FlowEnd   []float64 `json:"flow_end"`
-		} `json:"epochs"`
-		Decisions []struct {
-			Epoch     int   `json:"epoch"`
-			Version   int64 `json:"version"`
-			Effective int   `json:"effective"`
-		} `json:"decisions"`
-	} `json:"jobs"`
+	QueueDrops int64             `json:"queue_drops"`
+	IPDrops    int64             `json:"ip_drops"`
+	Jobs       []PacketJobOutput `json:"jobs"`
+}
+
+// PacketJobOutput is one job's epochs and its tuner's decisions.
+type PacketJobOutput struct {
+	Name      string           `json:"name"`
+	Epochs    []PacketEpoch    `json:"epochs"`
+	Decisions []PacketDecision `json:"decisions"`
+}
+
+// PacketEpoch is one epoch of a job; times in seconds, flow times from
+// the epoch's start in the pattern's flow order.
+type PacketEpoch struct {
+	Elapsed   float64   `json:"elapsed"`
+	Reduce    float64   `json:"reduce"`
+	NetBytes  float64   `json:"net_bytes"`
+	Version   int64     `json:"version"`
+	Start     float64   `json:"start"`
+	FlowStart []float64 `json:"flow_start"`
+	FlowEnd   []float64 `json:"flow_end"`
+}
+
+// PacketDecision is a pattern the tuner emitted: decided after Epoch, run
+// from Effective.
+type PacketDecision struct {
+	Epoch     int   `json:"epoch"`
+	Version   int64 `json:"version"`
+	Effective int   `json:"effective"`
 }
 
 // The paper's §7.3 switch and transport, as the harness builds them.

@@ -1,6 +1,7 @@
 package scenario
 
 import (
+	"math"
 	"strings"
 	"testing"
 )
@@ -117,5 +118,53 @@ func TestPacketInputs(t *testing.T) {
 		if r >= 0 && (in.Paths[r][0] != j.Hosts[a] || in.Paths[r][len(in.Paths[r])-1] != j.Hosts[b]) {
 			t.Errorf("route %d: path %v does not join hosts %d and %d", k, in.Paths[r], j.Hosts[a], j.Hosts[b])
 		}
+	}
+}
+
+// TestPacketRun reads made-up harness outputs back into a Run: times,
+// gains, variants and decisions land where the fluid engine puts them,
+// and outputs that do not fit the case are refused.
+func TestPacketRun(t *testing.T) {
+	s, err := Decode([]byte(packetBase+`, "variants": [{"name": "idle", "no_external": true}]}`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps, _, err := s.ForPacket(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := ps.Cases()[0]
+	output := func(elapsed float64, decided bool) PacketOutput {
+		j := PacketJobOutput{Name: "t", Epochs: make([]PacketEpoch, ps.Epochs)}
+		for e := range j.Epochs {
+			j.Epochs[e] = PacketEpoch{Elapsed: elapsed, Reduce: elapsed / 2, NetBytes: 3e6}
+		}
+		if decided {
+			j.Decisions = []PacketDecision{{Epoch: 5, Version: 1, Effective: 10}}
+		}
+		return PacketOutput{Format: "react.ns3-output/v1", Jobs: []PacketJobOutput{j}}
+	}
+	run, err := ps.PacketRun(c, []PacketOutput{output(2e-3, false), output(1e-3, true), output(5e-4, false)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	jr := run.Jobs[0]
+	near := func(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Abs(b) }
+	if !near(jr.Baseline.Mean, 2e-3) || !near(jr.React.Mean, 1e-3) || !near(jr.Baseline.ReduceMean, 1e-3) || !near(jr.Baseline.NetBytes, 3e6) {
+		t.Errorf("baseline mean %g reduce %g net %g, react mean %g", jr.Baseline.Mean, jr.Baseline.ReduceMean, jr.Baseline.NetBytes, jr.React.Mean)
+	}
+	if !near(jr.Improvement, 100) || jr.Changes != 1 || jr.Decisions[0].Effective != 10 {
+		t.Errorf("improvement %g, %d changes, decisions %+v; want +100%%, 1, effective 10", jr.Improvement, jr.Changes, jr.Decisions)
+	}
+	if len(jr.Variants) != 1 || jr.Variants[0].Name != "idle" || !near(jr.Variants[0].Mean, 5e-4) {
+		t.Errorf("%d variants, first %q", len(jr.Variants), jr.Variants[0].Name)
+	}
+	if _, err := ps.PacketRun(c, []PacketOutput{output(1, false)}); err == nil || !strings.Contains(err.Error(), "want 3") {
+		t.Errorf("one output for three runs: error %v", err)
+	}
+	short := output(1, false)
+	short.Jobs[0].Epochs = short.Jobs[0].Epochs[:3]
+	if _, err := ps.PacketRun(c, []PacketOutput{short, output(1, false), output(1, false)}); err == nil || !strings.Contains(err.Error(), "ran 3 of 30 epochs") {
+		t.Errorf("a short run: error %v", err)
 	}
 }
