@@ -27,7 +27,10 @@ func runSim(e *env, args []string) int {
 	workers := fs.Int("workers", runtime.GOMAXPROCS(0), "cases run at once")
 	quiet := fs.Bool("quiet", false, "no progress on stderr")
 	noPlots := fs.Bool("no-plots", false, "skip the PNG plots")
-	const synopsis = "--scenario FILE [--seed S] [--out DIR] [--format text|json] [--workers N] [--quiet] [--no-plots]"
+	engine := fs.String("engine", "fluid", "fluid (the max-min model) or ns3 (packet level, the harness of make ns3)")
+	harness := fs.String("ns3", "", "the ns-3 harness (default $REACT_NS3, else react-ns3 beside this binary)")
+	packetScale := fs.Bool("packet-scale", false, "fluid engine: scale the scenario by its packet block, as --engine ns3 does, to compare the engines")
+	const synopsis = "--scenario FILE [--seed S] [--out DIR] [--format text|json] [--workers N] [--quiet] [--no-plots] [--engine fluid|ns3] [--ns3 PATH] [--packet-scale]"
 	if code, done := parseFlags(e, fs, args, synopsis); done {
 		return code
 	}
@@ -43,6 +46,9 @@ func runSim(e *env, args []string) int {
 	}
 	if *format != "text" && *format != "json" {
 		return fail("unknown --format %q (want text or json)", *format)
+	}
+	if *engine != "fluid" && *engine != "ns3" {
+		return fail("unknown --engine %q (want fluid or ns3)", *engine)
 	}
 	if *workers < 1 {
 		return fail("--workers %d, want >= 1", *workers)
@@ -74,8 +80,22 @@ func runSim(e *env, args []string) int {
 	if *outDir == "" {
 		*outDir = filepath.Join("out", sc.Name)
 	}
+	note := ""
+	if *engine == "ns3" || *packetScale {
+		if sc, note, err = sc.ForPacket(read); err != nil {
+			return fail("%s: %v", *path, err)
+		}
+	}
 	start := time.Now()
-	res, err := simulate(sc, *workers, newProgress(e.stderr, *quiet, start))
+	var res *scenario.Result
+	if *engine == "ns3" {
+		var bin string
+		if bin, err = harnessPath(*harness); err == nil {
+			res, err = simulatePacket(sc, note, bin, *outDir, newProgress(e.stderr, *quiet, start))
+		}
+	} else if res, err = simulate(sc, *workers, newProgress(e.stderr, *quiet, start)); err == nil {
+		res.Engine, res.Scaling = "fluid", note
+	}
 	if err != nil {
 		fmt.Fprintf(e.stderr, "react sim: %v\n", err)
 		return exitFail
@@ -108,7 +128,11 @@ func runSim(e *env, args []string) int {
 		out.Write(js)
 	} else {
 		writeSimTable(out, res)
-		fmt.Fprintf(out, "\n%d cases in %.1f s on %d workers; wrote %s", len(sc.Cases()), elapsed.Seconds(), *workers, resultsPath)
+		how := fmt.Sprintf("on %d workers", *workers)
+		if *engine == "ns3" {
+			how = "one packet run at a time"
+		}
+		fmt.Fprintf(out, "\n%d cases in %.1f s, %s; wrote %s", len(sc.Cases()), elapsed.Seconds(), how, resultsPath)
 		if len(plots) > 0 {
 			fmt.Fprintf(out, " and %d plots", len(plots))
 		}

@@ -22,6 +22,16 @@ func writeSimTable(w io.Writer, r *scenario.Result) {
 		fmt.Fprintf(w, "%s\n", r.Description)
 	}
 	fmt.Fprintf(w, "%d cell(s) x %d seed(s) from %d; %d epochs, measured from epoch %d\n", len(r.Cells), r.Seeds, r.Seed, r.Epochs, r.MeasureAfter)
+	if r.Engine == "ns3" {
+		total := 0.0
+		for _, s := range r.WallS {
+			total += s
+		}
+		fmt.Fprintf(w, "engine: ns3 (packet level), %.0f s of wall time, %.0f s a case\n", total, total/float64(max(len(r.WallS), 1)))
+	}
+	if r.Scaling != "" {
+		fmt.Fprintf(w, "%s (engine %s)\n", r.Scaling, r.Engine)
+	}
 	if len(r.Axes) == 0 {
 		writeCellTable(w, r, &r.Cells[0])
 		return

@@ -19,6 +19,13 @@ type Result struct {
 	Seeds        int    `json:"seeds"`
 	Epochs       int    `json:"epochs"`
 	MeasureAfter int    `json:"measure_after"`
+	// Engine is "fluid" (netsim) or "ns3" (packet level); Scaling says how
+	// the scenario was scaled down for the packet engine, when it was.
+	Engine  string `json:"engine,omitempty"`
+	Scaling string `json:"scaling,omitempty"`
+	// WallS is each case's wall time at packet level, seconds, in Cases'
+	// order.
+	WallS []float64 `json:"wall_s,omitempty"`
 	// GPUsPerHost and NIC are the topology's (jobs' ranks are hosts when
 	// GPUsPerHost > 1).
 	GPUsPerHost int      `json:"gpus_per_host,omitempty"`

@@ -62,6 +62,8 @@ type Scenario struct {
 	// transform applied by hand).
 	Variants []VariantSpec `json:"variants,omitempty"`
 	Sweep    *SweepSpec    `json:"sweep,omitempty"`
+	// Packet scales the scenario down for the packet engine (ns-3).
+	Packet *PacketSpec `json:"packet,omitempty"`
 
 	net    *topo.Topology
 	simNet *topo.Topology // net, with the GPUs' NICs when each has one
