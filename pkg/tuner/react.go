@@ -378,7 +378,7 @@ func (sr *search) neighbours(n node, keep int) []node {
 // most congested ranks first, within judgeBudget). A swap after the first
 // is taken only when it alone is predicted to gain stepGain. On the
 // testbed a fit 30% off added swaps of 2% and 17% to one of 17%, and the
-// three gained 1.1-1.4x where that one alone gained 1.4-1.6x; on fig5-tree
+// three gained 1.07-1.37x where that one alone gained 1.32-1.59x; on fig5-tree
 // (fits 5-10% off) steps of a few percent are real, and refusing those
 // below half the miss cost 8 points of the oracle's gain. It returns the
 // best end pattern (nil when no swap helps), its
