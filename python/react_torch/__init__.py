@@ -57,6 +57,25 @@ def _create(opts, backend_options=None):
     return create(opts, backend_options, replace(from_env(), **_overrides))
 
 
+
+
+def _check_torch() -> None:
+    """The backend is a c10d Backend written in Python, which torch can
+    construct from 2.14 on; before, its Backend has no Python constructor
+    and every group creation would fail with pybind's "No constructor
+    defined!" (seen on 2.11, 2.12 and 2.13)."""
+
+    class _Probe(torch._C._distributed_c10d.Backend):
+        pass
+
+    try:
+        _Probe(0, 1)
+    except TypeError as e:
+        raise ImportError(f"react_torch needs torch 2.14 or newer: torch {torch.__version__} cannot construct a "
+                          f"torch.distributed Backend written in Python ({e})") from None
+
+
+_check_torch()
 _torchfix.apply()
 
 if "react" not in dist.Backend.backend_list:
