@@ -267,3 +267,66 @@ func TestReactRevertsASlownessThatMovesWithThePattern(t *testing.T) {
 		}
 	}
 }
+
+// A revert must not silence the tuner for the rest of the job: after a try
+// that step-bound slowness defeats (as above), real congestion appears on
+// rank 3's downlink, and the tuner must still route around it (8 ranks:
+// on 4 the slowness lures no try).
+func TestReactActsOnCongestionAfterARevert(t *testing.T) {
+	for _, p := range []*ten.Pattern{pattern.TreeAllReduce(8)} {
+		tu, err := tuner.New(tuner.DefaultConfig(), p, msg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var rp links.Replayer
+		noise := fixture.Noise(0.05, 3)
+		congested := quietNet(p.Ranks)
+		congested.Down[3] = 2
+		const onset = 90
+		reverts, keptLater := 0, 0
+		var first, last float64
+		for e := 0; e < 240; e++ {
+			cur, _ := tu.Pattern(e)
+			dag := critpath.New(cur)
+			fct := make([]float64, len(cur.Flows))
+			if e < onset {
+				rp.Replay(cur, dag, msg, quietNet(cur.Ranks), nil, fct)
+				for i, f := range cur.Flows {
+					if f.Step == 2 {
+						fct[i] *= 1.6
+					}
+				}
+			} else {
+				rp.Replay(cur, dag, msg, congested, nil, fct)
+			}
+			for i, f := range cur.Flows {
+				fct[i] *= noise(i, f)
+			}
+			el := dag.Finish(fct, make([]float64, len(fct)))
+			switch {
+			case e >= onset && e < onset+6:
+				first += el / 6
+			case e >= 234:
+				last += el / 6
+			}
+			d, err := tu.Observe(e, fct, el)
+			if err != nil {
+				t.Fatal(err)
+			}
+			switch {
+			case d == nil:
+			case d.Reverted:
+				reverts++
+			case d.Kept && e >= onset:
+				keptLater++
+			}
+		}
+		if reverts == 0 {
+			t.Fatalf("%d ranks: no try was reverted before the onset; the test needs one", p.Ranks)
+		}
+		if keptLater == 0 || last > 0.95*first {
+			t.Errorf("%d ranks: after a revert, congestion from epoch %d: %d changes kept, collective %.1f us at the onset, %.1f us at the end",
+				p.Ranks, onset, keptLater, first/us, last/us)
+		}
+	}
+}
