@@ -378,12 +378,11 @@ func (sr *search) neighbours(n node, keep int) []node {
 // most congested ranks first, within judgeBudget). A swap after the first
 // is taken only when it alone is predicted to gain stepGain. On the
 // testbed a fit 30% off added swaps of 2% and 17% to one of 17%, and the
-// three gained 1.07-1.37x where that one alone gained 1.32-1.59x; on fig5-tree
-// (fits 5-10% off) steps of a few percent are real, and refusing those
-// below half the miss cost 8 points of the oracle's gain. It returns the
-// best end pattern (nil when no swap helps), its
-// predicted time, the swaps taken, their fingerprints and how many
-// candidates it judged.
+// three gained 1.07-1.37x where that one alone gained 1.32-1.59x; on
+// fig5-tree (fits 5-10% off) steps of a few percent are real, and refusing
+// those below half the miss cost 8 points of the oracle's gain. It returns
+// the best end pattern (nil when no swap helps), its predicted time, the
+// swaps taken, their fingerprints and how many candidates it judged.
 func (t *Tuner) climb(pr *links.Predictor, now, stepGain float64) (*ten.Pattern, float64, []Trial, []string, int) {
 	sr := &search{t: t, pr: pr, suspects: bySeverity(pr), judged: map[string]float64{fingerprint(t.cur): now}}
 	best := node{p: t.cur, t: now}

@@ -57,8 +57,6 @@ def _create(opts, backend_options=None):
     return create(opts, backend_options, replace(from_env(), **_overrides))
 
 
-
-
 def _check_torch() -> None:
     """The backend is a c10d Backend written in Python, which torch can
     construct from 2.14 on; before, its Backend has no Python constructor
