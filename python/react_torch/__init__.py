@@ -57,6 +57,10 @@ def _create(opts, backend_options=None):
     return create(opts, backend_options, replace(from_env(), **_overrides))
 
 
+# The oldest torch react runs on (pyproject.toml's lower bound says the same).
+TORCH_FLOOR = "2.14"
+
+
 def _check_torch() -> None:
     """The backend is a c10d Backend written in Python, which torch can
     construct from 2.14 on; before, its Backend has no Python constructor
@@ -69,7 +73,7 @@ def _check_torch() -> None:
     try:
         _Probe(0, 1)
     except TypeError as e:
-        raise ImportError(f"react_torch needs torch 2.14 or newer: torch {torch.__version__} cannot construct a "
+        raise ImportError(f"react_torch needs torch {TORCH_FLOOR} or newer: torch {torch.__version__} cannot construct a "
                           f"torch.distributed Backend written in Python ({e})") from None
 
 

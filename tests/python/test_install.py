@@ -36,3 +36,16 @@ def test_readme_lists_every_setting():
 
     readme = open(os.path.join(ROOT, "README.md")).read()
     assert config.table() in readme, "README's REACT_* table is stale: paste react_torch.config.table()"
+
+
+def test_pyproject_names_the_torch_floor():
+    """pyproject's torch range starts where `import react_torch` stops
+    refusing (torch can construct a Backend written in Python from there)."""
+    import re
+
+    import react_torch
+
+    text = open(os.path.join(ROOT, "pyproject.toml")).read()
+    m = re.search(r'"torch>=([0-9.]+),', text)
+    assert m, "pyproject.toml has no torch>= bound"
+    assert m.group(1) == react_torch.TORCH_FLOOR
