@@ -219,6 +219,23 @@ func TestReactPaperExampleLoop(t *testing.T) {
 	}
 }
 
+// stepBound is one epoch of pattern p on net where every flow of step 2
+// takes slow times longer, whichever ranks hold it (as a busy CPU makes
+// the forwarding ranks on the namespace testbed): the FCTs the tuner sees,
+// with noise, and the collective time they add up to along the DAG.
+func stepBound(rp *links.Replayer, p *ten.Pattern, net *links.Net, slow float64, noise fixture.Factor) ([]float64, float64) {
+	dag := critpath.New(p)
+	fct := make([]float64, len(p.Flows))
+	rp.Replay(p, dag, msg, net, nil, fct)
+	for i, f := range p.Flows {
+		if f.Step == 2 {
+			fct[i] *= slow
+		}
+		fct[i] *= noise(i, f)
+	}
+	return fct, dag.Finish(fct, make([]float64, len(fct)))
+}
+
 // Slowness bound to a place in the pattern, not to a rank (on the
 // namespace testbed, where the ranks that forward a step's data pay for it
 // on a busy CPU, whichever ranks they are): every flow of step 2 takes 60%
@@ -236,16 +253,8 @@ func TestReactRevertsASlownessThatMovesWithThePattern(t *testing.T) {
 		tries, reverts := 0, 0
 		for e := 0; e < 120; e++ {
 			cur, _ := tu.Pattern(e)
-			dag := critpath.New(cur)
-			fct := make([]float64, len(cur.Flows))
-			rp.Replay(cur, dag, msg, quietNet(cur.Ranks), nil, fct)
-			for i, f := range cur.Flows {
-				if f.Step == 2 {
-					fct[i] *= 1.6
-				}
-				fct[i] *= noise(i, f)
-			}
-			d, err := tu.Observe(e, fct, dag.Finish(fct, make([]float64, len(fct))))
+			fct, el := stepBound(&rp, cur, quietNet(cur.Ranks), 1.6, noise)
+			d, err := tu.Observe(e, fct, el)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -287,22 +296,11 @@ func TestReactActsOnCongestionAfterARevert(t *testing.T) {
 		var first, last float64
 		for e := 0; e < 240; e++ {
 			cur, _ := tu.Pattern(e)
-			dag := critpath.New(cur)
-			fct := make([]float64, len(cur.Flows))
-			if e < onset {
-				rp.Replay(cur, dag, msg, quietNet(cur.Ranks), nil, fct)
-				for i, f := range cur.Flows {
-					if f.Step == 2 {
-						fct[i] *= 1.6
-					}
-				}
-			} else {
-				rp.Replay(cur, dag, msg, congested, nil, fct)
+			net, slow := quietNet(cur.Ranks), 1.6
+			if e >= onset {
+				net, slow = congested, 1
 			}
-			for i, f := range cur.Flows {
-				fct[i] *= noise(i, f)
-			}
-			el := dag.Finish(fct, make([]float64, len(fct)))
+			fct, el := stepBound(&rp, cur, net, slow, noise)
 			switch {
 			case e >= onset && e < onset+6:
 				first += el / 6
