@@ -1,36 +1,53 @@
 """What the ranks of a react group must agree on, checked across ranks:
-the settings, once when the group is made, and every collective call,
-before any of its data moves.
+the settings, once when the group is made, and every collective call.
 
 Calls: a rank that calls another collective (float32 here, int32 there; or
 one rank skipping a call) would otherwise exchange the wrong bytes. Gloo
 silently combines a shorter message with garbage and aborts the process on a
-longer one. So before a call posts its first transfer, every rank sends its
-call's signature (group call number, op, dtype, element count, root, reduce
-op, the key's epoch and pattern version) to every other rank; a rank that
-receives a different one raises, on every rank the same sentence naming
-both calls and the ranks, and no data of the call has moved. It costs one
-round of small messages per call (measured in tests/python/bench_check.py).
+longer one. Two checks, both raising on every rank one sentence that names
+the calls and the ranks:
+
+- Ledger (always on, CPU patterns): every call's signature (group call
+  number, op, dtype, element count, root, reduce op, the key's epoch and
+  pattern version) is hashed into the tags of its point-to-point messages.
+  Gloo matches a receive only with a send of the same tag, so a message of
+  another call is never received, let alone combined; the ranks of such a
+  call wait for each other, and only then (a call stuck for STUCK_S) does
+  each publish its recent signatures in the group's store and compare them
+  with its peers'. A call that matches costs nothing but the hash.
+- CallCheck (REACT_CHECK_CALLS=1, or TORCH_DISTRIBUTED_DEBUG=DETAIL): before
+  a call posts its first transfer every rank sends its signature to every
+  other; nothing of a mismatched call moves, not even between the ranks
+  that agree. It costs one round of small messages per call (measured in
+  tests/python/bench_check.py), and covers what the tags cannot: NCCL's
+  transfers and the host phases of hierarchical groups.
 """
 
 from __future__ import annotations
 
+import collections
 import hashlib
 import json
-from typing import Dict, List, Optional, Sequence
+import logging
+import struct
+import threading
+import time
+from typing import Callable, Deque, Dict, List, Optional, Sequence, Tuple
 
 import torch
 import torch.distributed as dist
 
 from . import config
 
+log = logging.getLogger("react_torch")
+
 _AGREE_BYTES = 8192  # each rank's settings report, JSON, fixed size for the gather
 
 # The call check's tag on the data group (only the collective thread uses
-# its point-to-point transfers, in call order): above every tag the
-# executor uses (flow index * 64 + segment < 2^27 at ten.MaxRanks). Not the
-# control group: a point-to-point receive there waits behind the control
-# thread's exchanges (it deadlocked).
+# its point-to-point transfers, in call order; a check's transfers have all
+# completed before the call's data moves, so a data segment's tag of the
+# same value cannot take one). Not the control group: a point-to-point
+# receive there waits behind the control thread's exchanges (it deadlocked).
 CHECK_TAG = 1 << 30
 # Up to this many ranks the signatures go straight to every peer (one hop);
 # beyond it a digest goes through one small allreduce (2(n-1) hops, but two
@@ -107,9 +124,22 @@ def settings(cfg: config.Config, size: int, ctrl: Optional[dist.ProcessGroup]) -
 SEQ, OP, DTYPE, NUMEL, ROOT, REDOP, EPOCH, VERSION = range(8)
 
 
+def fields(seq: int, op: str, dtype: str, numel: int, root: int, reduce: str, epoch: int, version: int) -> Tuple[int, ...]:
+    """A call's signature as numbers that mean the same on every rank."""
+    return (seq, OPS.index(op), _dtype_code(dtype), numel, root, REDUCE.index(reduce) if reduce in REDUCE else len(REDUCE), epoch, version)
+
+
 def signature(seq: int, op: str, dtype: str, numel: int, root: int, reduce: str, epoch: int, version: int) -> torch.Tensor:
-    return torch.tensor([seq, OPS.index(op), _dtype_code(dtype), numel, root, REDUCE.index(reduce) if reduce in REDUCE else len(REDUCE),
-                         epoch, version], dtype=torch.int64)
+    return torch.tensor(fields(seq, op, dtype, numel, root, reduce, epoch, version), dtype=torch.int64)
+
+
+def sentence(calls: Dict[int, Sequence[int]], size: int) -> str:
+    """Ranks grouped by the call they made: "ranks 0, 1: allreduce ...;
+    rank 2: ..." (calls: rank -> signature)."""
+    groups: Dict[tuple, List[int]] = {}
+    for r in sorted(calls):
+        groups.setdefault(tuple(int(x) for x in calls[r]), []).append(r)
+    return "; ".join(f"{_ranks(rs, size)}: {describe(s)}" for s, rs in groups.items())
 
 
 def describe(s: Sequence[int]) -> str:
@@ -181,12 +211,162 @@ class CallCheck:
             self.pg.allgather([every], [sig]).wait()
         elif all(torch.equal(e, sig) for e in every):
             return
-        groups: Dict[tuple, List[int]] = {}
-        for r, e in enumerate(every):
-            groups.setdefault(tuple(int(x) for x in e), []).append(r)
-        self.failed = "; ".join(f"{_ranks(rs, self.size)}: {describe(s)}" for s, rs in groups.items())
+        self.failed = sentence(dict(enumerate(every)), self.size)
         raise MismatchError("react_torch: the ranks called different collectives, so none of this call's data was combined: " + self.failed)
 
     def __call__(self, op: str, dtype: str, numel: int, root: int = -1, reduce: str = "", epoch: int = -1, version: int = -1) -> None:
         """Raises MismatchError, on every rank, unless every rank calls this."""
         self._finish(self._start(op, dtype, numel, root, reduce, epoch, version))
+
+
+# A call that runs this long has its rank publish its recent signatures and
+# compare them with its peers' (a matching call that is merely slow costs a
+# few store operations a second while it lasts).
+STUCK_S = 1.0
+POLL_S = 0.25  # how often a stuck call looks again, at first ...
+POLL_MAX_S = 2.0  # ... and at most, once it has waited long
+HISTORY = 16  # signatures a rank publishes: its current call and those before
+SALT_BITS = 21  # of a signature's hash, in every tag (executor.tag)
+_GATHER_S = 2.0  # how long a rank that found a mismatch waits for every rank's signatures, to name them all
+
+
+def salt(sig: Sequence[int]) -> int:
+    """SALT_BITS of BLAKE2b of a signature: calls that differ give the same
+    tags with probability 2^-21, and only then does their data meet."""
+    d = hashlib.blake2b(struct.pack("<8q", *sig), digest_size=4).digest()
+    return int.from_bytes(d, "little") & ((1 << SALT_BITS) - 1)
+
+
+class Ledger:
+    """A rank's recent calls on a group, and the watchdog that compares them
+    with its peers' when a call is stuck. The collective thread calls begin
+    and end around every call; the watchdog thread, started at the first
+    call, does nothing while calls finish within STUCK_S.
+
+    On a mismatch the first rank to find it writes one sentence to the
+    store (compare-and-set: every rank raises the same one) and closes its
+    data and control groups (kill): its own waits end at once, its peers'
+    waits on it end with "connection closed", and each of them then reads
+    the sentence from the store and closes its groups in turn."""
+
+    def __init__(self, store, rank: int, size: int, kill: Callable[[], None]):
+        self.store, self.rank, self.size = store, rank, size
+        self.kill = kill  # closes this rank's data and control groups
+        self.seq = 0
+        self.calls: Deque[Tuple[int, ...]] = collections.deque(maxlen=HISTORY)
+        self.peers: Sequence[int] = ()  # whom the current call exchanges with (set by the backend)
+        self.current: Optional[Tuple[int, float]] = None  # (seq, start) while a call runs
+        self.failed: Optional[str] = None
+        self._stop = threading.Event()
+        self._thread: Optional[threading.Thread] = None
+        self._warned = False
+
+    def begin(self, op: str, dtype: str, numel: int, root: int = -1, reduce: str = "", epoch: int = -1, version: int = -1) -> int:
+        """Records a call and returns the salt of its tags; raises on a group
+        that has seen a mismatch."""
+        if self.failed is not None:
+            raise MismatchError(f"react_torch: this react group is unusable after an earlier mismatch: {self.failed}")
+        sig = fields(self.seq, op, dtype, numel, root, reduce, epoch, version)
+        self.calls.append(sig)
+        self.current = (self.seq, time.monotonic())
+        self.seq += 1
+        if self._thread is None:
+            self._thread = threading.Thread(target=self._watch, name="react-calls", daemon=True)
+            self._thread.start()
+        return salt(sig)
+
+    def end(self) -> None:
+        self.current = None
+
+    def close(self) -> None:
+        self._stop.set()
+
+    def verdict(self, cause: Optional[BaseException] = None) -> Optional[str]:
+        """The mismatch this group failed of, if any: this rank's, or, when
+        cause (a failed transfer) says a peer closed its connections, one
+        that peer wrote to the store (then this rank closes its groups too).
+        A timeout is never looked up: a frozen store host would hold the
+        error for the store's timeout again."""
+        if self.failed is None and cause is not None and any(w in str(cause) for w in _CLOSED):
+            try:
+                if self.store.check([_VERDICT]):
+                    self._fail(self.store.get(_VERDICT).decode())
+            except Exception:  # the store is gone too: no verdict to read
+                pass
+        return self.failed
+
+    def error(self) -> "MismatchError":
+        return MismatchError("react_torch: the ranks called different collectives; no data from a rank with another call "
+                             "was combined: " + str(self.failed))
+
+    def _fail(self, text: str) -> None:
+        if self.failed is None:
+            self.failed = text
+            log.error("react_torch: rank %d: %s", self.rank, text)
+            self.kill()
+
+    def _entry(self) -> bytes:
+        return json.dumps([list(c) for c in tuple(self.calls)]).encode()  # tuple(): one step under the GIL
+
+    def _read(self, r: int) -> Dict[int, Tuple[int, ...]]:
+        """Rank r's published signatures by call number ({} if none)."""
+        k = _ENTRY % r
+        if not self.store.check([k]):
+            return {}
+        return {int(c[SEQ]): tuple(int(x) for x in c) for c in json.loads(self.store.get(k))}
+
+    def _watch(self) -> None:
+        published = -1
+        while True:
+            cur = self.current
+            waited = time.monotonic() - cur[1] if cur is not None else 0.0
+            if self._stop.wait(min(POLL_MAX_S, max(POLL_S, waited / 10))):
+                return
+            cur = self.current
+            if cur is None or time.monotonic() - cur[1] < STUCK_S or self.failed is not None:
+                continue
+            try:
+                if published != cur[0]:
+                    self.store.set(_ENTRY % self.rank, self._entry())
+                    published = cur[0]
+                if self.store.check([_VERDICT]):
+                    self._fail(self.store.get(_VERDICT).decode())
+                else:
+                    found = self._compare()
+                    if found is not None:
+                        self._fail(self.store.compare_set(_VERDICT, "", found).decode())
+            except Exception as e:  # the store went away (exit): nothing to compare with
+                if not self._warned:
+                    self._warned = True
+                    log.warning("react_torch: rank %d: comparing a stuck call with the other ranks': %s", self.rank, e)
+
+    def _compare(self) -> Optional[str]:
+        """The sentence for the first call this rank and one of its peers
+        made differently, naming every rank that published its call, or
+        None."""
+        mine = {c[SEQ]: c for c in tuple(self.calls)}
+        first = None
+        for r in self.peers:
+            for s, c in self._read(r).items():
+                if s in mine and mine[s] != c and (first is None or s < first):
+                    first = s
+        if first is None:
+            return None
+        calls: Dict[int, Sequence[int]] = {self.rank: mine[first]}
+        until = time.monotonic() + _GATHER_S
+        while True:
+            for r in range(self.size):
+                if r not in calls:
+                    c = self._read(r).get(first)
+                    if c is not None:
+                        calls[r] = c
+            if len(calls) == self.size or time.monotonic() > until:
+                break
+            time.sleep(POLL_S)
+        return sentence(calls, self.size)
+
+
+# What Gloo says when a peer closed its connections (ReactBackend._kill).
+_CLOSED = ("Connection closed", "pair closure", "Connection reset")
+_ENTRY = "react/calls/%d"
+_VERDICT = "react/calls/mismatch"

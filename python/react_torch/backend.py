@@ -38,6 +38,7 @@ log = logging.getLogger("react_torch")
 _OPS = ("allreduce", "allgather", "reducescatter", "broadcast", "reduce")
 
 _C10dBackend = torch._C._distributed_c10d.Backend
+_KILL_TAG = (1 << 31) - 1  # a receive nobody sends to: its timeout closes the group (ReactBackend._kill)
 
 
 class ReactBackend(Delegated, _C10dBackend):
@@ -69,6 +70,8 @@ class ReactBackend(Delegated, _C10dBackend):
         self._check = agree.CallCheck(self._gloo, rank, size) if size > 1 and self.cfg.check_calls else None
         self.layout = hosts.discover(store, rank, size) if size > 1 and self.cfg.hosts != "flat" else None
         self._hier = self._hierarchical(store) if self.layout is not None and self.layout.hierarchical(self.cfg.hosts) else None
+        # hierarchical groups: their host phases are Gloo collectives, no tags to carry a call (CallCheck covers them)
+        self._ledger = agree.Ledger(store, rank, size, self._kill) if size > 1 and self._hier is None else None
         ccfg = self.cfg
         if self._hier is not None and self.cfg.test_slow_rank >= 0:  # the tuner's vertices are hosts
             ccfg = config.replace(self.cfg, test_slow_rank=self.layout.host(self.cfg.test_slow_rank))
@@ -122,6 +125,8 @@ class ReactBackend(Delegated, _C10dBackend):
         if os.getpid() != self._pid:
             return  # a forked child owns none of it
         _held.discard(self)
+        if self._ledger is not None:
+            self._ledger.close()
         with self._lock:
             w, self._worker = self._worker, None
         if w is not None:
@@ -162,6 +167,19 @@ class ReactBackend(Delegated, _C10dBackend):
             return self._nccl
         return self._gloo
 
+    def _kill(self) -> None:
+        """Closes the data and control groups' connections, after a mismatch
+        (agree.Ledger): Gloo has no way to cancel a pending transfer, but a
+        receive whose own timeout passes closes every pair of its group,
+        which ends every wait on them, here and at the peers."""
+        for pg in (self._gloo, self._ctrl_pg):
+            if pg is None:
+                continue
+            try:
+                pg.recv([torch.empty(1)], (self._rank + 1) % self._size, _KILL_TAG).wait(timedelta(milliseconds=1))
+            except Exception:  # the timeout: the point
+                pass
+
     def _decode(self, raw: bytes) -> Pattern:
         """Decodes a pattern with its layout. The layout is the one check:
         libreact refuses a malformed or not exactly-once pattern there, so
@@ -186,22 +204,38 @@ class ReactBackend(Delegated, _C10dBackend):
         return key, st
 
     def _run(self, op: str, t: torch.Tensor, numel: int, work: torch.Tensor, reduce: str = "sum", root: int = -1) -> None:
-        """Runs one collective call's pattern on work. Every rank first
-        compares its call with the others' (agree.CallCheck), so a mismatch
-        fails on every rank before any data moves."""
+        """Runs one collective call's pattern on work. The call's signature
+        goes into its transfers' tags (agree.Ledger), so a rank that called
+        something else never receives this call's data; with CallCheck on,
+        every rank first compares its call with the others'."""
         if self._hier is not None:
             return self._hier.run(op, t, numel, work, reduce, root)
         dtype = str(t.dtype).replace("torch.", "")
         redop = reduce if op in ("allreduce", "reduce", "reducescatter") else ""
+        led = self._ledger
         if numel == 0:  # nothing to move, but a rank with data must not wait for this one
+            led.begin(op, dtype, 0, root, redop)
+            led.end()
             if self._check is not None:
                 self._check(op, dtype, 0, root, redop)
             return
 
-        def check(st):
-            self._check(op, dtype, numel, root, redop, st.epoch, st.version)
+        def check(st) -> int:
+            salt = led.begin(op, dtype, numel, root, redop, st.epoch, st.version)
+            if self._check is not None:
+                self._check(op, dtype, numel, root, redop, st.epoch, st.version)
+            return salt
 
-        self._pattern_call(op, t, numel, work, reduce, root, check=check if self._check is not None else None)
+        try:
+            self._pattern_call(op, t, numel, work, reduce, root, check=check)
+        except agree.MismatchError:
+            raise
+        except Exception as e:  # a peer that found a mismatch closed its connections
+            if led.verdict(e) is not None:
+                raise led.error() from e
+            raise
+        finally:
+            led.end()
 
     def _pattern_call(self, op: str, t: torch.Tensor, numel: int, work: Optional[torch.Tensor], reduce: str, root: int,
                       rail: Optional["hier.RailGroup"] = None, check=None) -> None:
@@ -215,8 +249,7 @@ class ReactBackend(Delegated, _C10dBackend):
         key, st = self._state(op, t, numel, root, size)
         if self._control is not None:
             self._control.begin(key, st)
-        if check is not None:
-            check(st)
+        salt = check(st) if check is not None else 0
         t0 = time.perf_counter()
         fct = {}
         if work is not None:
@@ -225,11 +258,13 @@ class ReactBackend(Delegated, _C10dBackend):
             if pl is None:
                 pl = plan(st.pattern, rank, numel)
                 self._plans[pk] = pl
+            if rail is None and self._ledger is not None:
+                self._ledger.peers = pl.peers
             inner = rail.pg(t) if rail is not None else self._inner(t)
             ex = self._executors.get(id(inner))
             if ex is None:
                 ex = self._executors[id(inner)] = Executor(inner, rank, size, self.cfg.segment_bytes, peers)
-            fct = ex.run(st.pattern, pl, work, reduce)
+            fct = ex.run(st.pattern, pl, work, reduce, salt)
         elapsed = time.perf_counter() - t0
         if self._control is not None:
             self._control.end(key, st, fct, elapsed)
@@ -512,9 +547,24 @@ class ReactBackend(Delegated, _C10dBackend):
 
         def fn():
             if self._size > 1:
-                if self._check is not None:
-                    self._check("barrier", "", 0)
-                self._gloo.allreduce([t]).wait()
+                led = self._ledger
+                if led is not None:
+                    led.begin("barrier", "", 0)
+                    # Gloo's allreduce: ask every rank, or in a large group the ring's neighbours
+                    led.peers = range(self._size) if self._size <= 64 else ((self._rank - 1) % self._size, (self._rank + 1) % self._size)
+                try:
+                    if self._check is not None:
+                        self._check("barrier", "", 0)
+                    self._gloo.allreduce([t]).wait()
+                except agree.MismatchError:
+                    raise
+                except Exception as e:  # a peer that found a mismatch closed its connections
+                    if led is not None and led.verdict(e) is not None:
+                        raise led.error() from e
+                    raise
+                finally:
+                    if led is not None:
+                        led.end()
 
         return self._submit(fn, [t], t.device, "barrier")
 

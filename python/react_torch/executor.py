@@ -32,13 +32,20 @@ from typing import Callable, Dict, List, Optional, Tuple, Union
 import torch
 import torch.distributed as dist
 
-from .pattern import COPY, REDUCE, Message, Pattern, Plan
+from .pattern import COPY, REDUCE, TAG_STEPS, Message, Pattern, Plan
 
 SUM, AVG, PRODUCT, MIN, MAX = "sum", "avg", "product", "min", "max"
 BAND, BOR, BXOR = "band", "bor", "bxor"
 
 SEGMENT_BYTES = 1 << 20  # a message is cut into segments of about this size
-MAX_SEGMENTS = 64  # and at most this many (tags: flow * MAX_SEGMENTS + segment)
+MAX_SEGMENTS = 64  # and at most this many
+
+
+def tag(salt: int, m: Message, segment: int) -> int:
+    """A segment's Gloo tag: the call's salt (agree.Ledger: a hash of the
+    call's signature, so a message of another call never matches), the
+    message's step modulo TAG_STEPS, the segment. Below 2^31."""
+    return (salt * TAG_STEPS + m.tag) * MAX_SEGMENTS + segment
 
 # A CPU run returns its FCTs; a CUDA run a callable that waits for the GPU
 # and returns the FCTs and the collective's GPU time.
@@ -240,19 +247,21 @@ class Executor:
             return [COPY] * nparts
         return [int(x) for x in p.kind[m.flows]]
 
-    def run(self, p: Pattern, pl: Plan, work: torch.Tensor, reduce: str = SUM) -> FCT:
+    def run(self, p: Pattern, pl: Plan, work: torch.Tensor, reduce: str = SUM, salt: int = 0) -> FCT:
         """Runs the pattern in place on the flat buffer work; returns the FCT
         (seconds) of every flow this rank receives, or on CUDA a callable
-        that returns them and the collective's GPU time once the GPU is done."""
+        that returns them and the collective's GPU time once the GPU is done.
+        salt goes into every tag (CPU; NCCL has no tags)."""
         if work.device.type == "cuda":
             return self._run_cuda(p, pl, work, reduce)
         fct: Dict[int, float] = {}
         for sends, recvs in pl.steps:
             if sends or recvs:
-                self._step(p, pl, work, reduce, sends, recvs, fct)
+                self._step(p, pl, work, reduce, sends, recvs, fct, salt)
         return fct
 
-    def _step(self, p: Pattern, pl: Plan, work: torch.Tensor, reduce: str, sends: List[Message], recvs: List[Message], fct: Dict[int, float]) -> None:
+    def _step(self, p: Pattern, pl: Plan, work: torch.Tensor, reduce: str, sends: List[Message], recvs: List[Message], fct: Dict[int, float],
+              salt: int) -> None:
         item = work.element_size()
         what = f"{p.op} of {work.numel()} {str(work.dtype).replace('torch.', '')} ({p.algo} pattern)"
         t0 = time.perf_counter()
@@ -268,7 +277,7 @@ class Executor:
                 continue
             buf = parts[0] if len(parts) == 1 else torch.cat(parts)
             for i, (a, b) in enumerate(_segments(n, item, self.segment_bytes)):
-                send_works.append((m, self.pg.send([buf[a:b]], m.dst, m.tag * MAX_SEGMENTS + i)))
+                send_works.append((m, self.pg.send([buf[a:b]], m.dst, tag(salt, m, i))))
         specs = []
         need = 0
         for m, parts in zip(recvs, into):
@@ -287,7 +296,7 @@ class Executor:
             buf = parts[0] if direct else scratch[off : off + n]
             r = _Recv(m, None if direct else buf, parts, kinds, _segments(n, item, self.segment_bytes), what, self.peer(m.src))
             for i, (a, b) in enumerate(r.segs):
-                r.works.append(self.pg.recv([buf[a:b]], m.src, m.tag * MAX_SEGMENTS + i))
+                r.works.append(self.pg.recv([buf[a:b]], m.src, tag(salt, m, i)))
             inbox.append(r)
         waiters = [self._pool().submit(r.wait_all) for r in inbox[1:]]
         if inbox:

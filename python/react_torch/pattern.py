@@ -59,6 +59,9 @@ class Pattern:
         return p
 
 
+TAG_STEPS = 16
+
+
 @dataclasses.dataclass
 class Message:
     """Flows of one step between one pair of ranks, sent as one buffer."""
@@ -66,7 +69,10 @@ class Message:
     step: int
     src: int
     dst: int
-    tag: int  # the first flow's index: the same on both sides
+    # the step modulo TAG_STEPS: the same on both sides, and unique among the
+    # messages of a pair that can be in flight at once (one a step, and both
+    # sides post theirs in step order; Gloo matches a tag's in order)
+    tag: int
     flows: List[int]
 
 
@@ -79,6 +85,7 @@ class Plan:
     chunk_lo: np.ndarray
     chunk_hi: np.ndarray
     block: int  # elements per block (allgather, reducescatter)
+    peers: List[int]  # the ranks this rank exchanges with, in any step
 
 
 def chunk_bounds(p: Pattern, numel: int) -> Tuple[np.ndarray, np.ndarray]:
@@ -120,7 +127,7 @@ def plan(p: Pattern, rank: int, numel: int) -> Plan:
         key = (s, a, b)
         m = groups.get(key)
         if m is None:
-            m = Message(step=s, src=a, dst=b, tag=i, flows=[])
+            m = Message(step=s, src=a, dst=b, tag=s % TAG_STEPS, flows=[])
             groups[key] = m
             order.append(m)
         m.flows.append(i)
@@ -134,4 +141,5 @@ def plan(p: Pattern, rank: int, numel: int) -> Plan:
         block = numel // p.ranks
     if p.op != "allgather":
         lo, hi = chunk_bounds(p, numel)
-    return Plan(steps=steps, chunk_lo=lo, chunk_hi=hi, block=block)
+    peers = sorted({m.dst if m.src == rank else m.src for m in order})
+    return Plan(steps=steps, chunk_lo=lo, chunk_hi=hi, block=block, peers=peers)

@@ -258,6 +258,46 @@ def coalesced_and_sparse():
     print("OK coalesced_and_sparse", flush=True)
 
 
+def _fresh_group(rank):
+    """A react group whose key has run a few epochs (tuned keys too:
+    epochs and versions are in the signature)."""
+    g = dist.new_group(backend="react")
+    for it in range(4):
+        dist.all_reduce(data(rank, 1000, torch.float32, it), group=g)
+    return g
+
+
+def _default_group_goes_on(rank, gloo):
+    """After a mismatch on one group, the other groups go on."""
+    ok = data(rank, 700, torch.int64, 5)
+    ref = ok.clone()
+    dist.all_reduce(ok)
+    dist.all_reduce(ref, group=gloo)
+    same(ok, ref, "allreduce on the default group")
+
+
+def _raises_mismatch(rank, g, call, words, within):
+    """call(g) must raise a MismatchError within `within` seconds naming
+    words, and the group refuse every call after it. Returns the text."""
+    from react_torch.agree import MismatchError
+
+    t0 = time.time()
+    try:
+        call(g)
+        raise AssertionError(f"rank {rank}: mismatch not detected ({words})")
+    except MismatchError as e:
+        assert time.time() - t0 < within, f"error after {time.time() - t0:.1f} s"
+        for w in words:
+            assert w in str(e), (w, str(e))
+        text = str(e)
+    try:
+        dist.all_reduce(torch.ones(3), group=g)
+        raise AssertionError("a call on a group after its mismatch ran")
+    except MismatchError as e:
+        assert "unusable after an earlier mismatch" in str(e), str(e)
+    return text
+
+
 def mismatch():
     """Ranks that call different collectives fail on every rank, at once,
     naming both calls and the ranks, with nothing combined (Gloo: silent
@@ -265,32 +305,16 @@ def mismatch():
     a group is unusable after a mismatch, as after any collective error.
     The digest path (more than agree.DIRECT_MAX ranks) too."""
     from react_torch import agree
-    from react_torch.agree import MismatchError
 
     rank, n, gloo = init(timeout=30)
 
     def expect(g, call, tensor, words):
         before = tensor.clone()
-        t0 = time.time()
-        try:
-            call(g)
-            raise AssertionError(f"rank {rank}: mismatch not detected ({words})")
-        except MismatchError as e:
-            assert time.time() - t0 < 5, f"error after {time.time() - t0:.1f} s"
-            for w in words:
-                assert w in str(e), (w, str(e))
+        _raises_mismatch(rank, g, call, words, within=5)
         assert torch.equal(tensor, before), f"rank {rank}: data combined despite the mismatch"
-        try:
-            dist.all_reduce(torch.ones(3), group=g)
-            raise AssertionError("a call on a group after its mismatch ran")
-        except MismatchError as e:
-            assert "unusable after an earlier mismatch" in str(e), str(e)
 
     def fresh():
-        g = dist.new_group(backend="react")
-        for it in range(4):  # tuned keys too: epochs and versions in the signature
-            dist.all_reduce(data(rank, 1000, torch.float32, it), group=g)
-        return g
+        return _fresh_group(rank)
 
     last = n - 1
     for direct in (True, False):
@@ -315,12 +339,68 @@ def mismatch():
     expect(fresh(), lambda g: dist.all_reduce(w, group=g, op=dist.ReduceOp.MAX if rank == 0 else dist.ReduceOp.SUM), w,
            ["rank 0: allreduce (max) of 1000 float32", "ranks 1, 2: allreduce (sum)"])
     expect(fresh(), lambda g: dist.barrier(group=g) if rank == 0 else dist.all_reduce(w, group=g), w, ["rank 0: barrier", "ranks 1, 2: allreduce"])
-    ok = data(rank, 700, torch.int64, 5)  # the other groups go on
-    ref = ok.clone()
-    dist.all_reduce(ok)
-    dist.all_reduce(ref, group=gloo)
-    same(ok, ref, "allreduce on the default group")
+    _default_group_goes_on(rank, gloo)
     print("OK mismatch", flush=True)
+
+
+def mismatch_tags():
+    """The default check (agree.Ledger, no REACT_CHECK_CALLS): a call's
+    signature is in its transfers' tags, so a rank that called something
+    else never receives its data. Every rank fails within seconds with one
+    sentence naming the calls and the ranks; the ranks that agree may have
+    combined each other's data, never the others'."""
+    rank, n, gloo = init(timeout=30)
+    assert n == 3
+
+    def expect(g, call, tensor, words, agree_with=()):
+        """agree_with: the ranks whose call is this rank's (their data,
+        and only theirs, may be in tensor after the error)."""
+        before = tensor.clone()
+        others = [data(r, tensor.numel(), tensor.dtype, salt) for r in agree_with]
+        texts.append(_raises_mismatch(rank, g, call, words, within=8))
+        allowed = [before] + [before + o for o in others]
+        ok = torch.zeros(tensor.numel(), dtype=torch.bool)
+        for a in allowed:
+            ok |= torch.isclose(tensor.double(), a.double(), rtol=1e-5, atol=1e-5)
+        assert bool(ok.all()), f"rank {rank}: data of a rank with another call combined ({words})"
+
+    def fresh():
+        return _fresh_group(rank)
+
+    texts = []
+    last = n - 1
+    agreeing = [r for r in range(n - 1) if r != rank] if rank != last else []
+    salt = 0
+    x = data(rank, 1000, torch.int32 if rank == last else torch.float32, salt)
+    expect(fresh(), lambda g: dist.all_reduce(x, group=g), x,
+           ["ranks 0, 1: allreduce (sum) of 1000 float32", f"rank {last}: allreduce (sum) of 1000 int32", "no data from a rank with another call"],
+           agreeing)
+    # one rank skips a call: it is a call ahead of the others
+    salt = 1
+    a, b = data(rank, 1000, torch.float32, 1), data(rank, 500, torch.float32, 2)
+    if rank == 0:
+        expect(fresh(), lambda g: dist.all_reduce(b, group=g), b, ["rank 0: allreduce (sum) of 500 float32", "allreduce (sum) of 1000 float32"])
+    else:
+        expect(fresh(), lambda g: dist.all_reduce(a, group=g), a, ["rank 0: allreduce (sum) of 500 float32", "ranks 1, 2: allreduce (sum) of 1000 float32, call"],
+               [r for r in (1, 2) if r != rank])
+    salt = 3
+    y = data(rank, 1000, torch.float32, 3)
+    expect(fresh(), lambda g: dist.broadcast(y, src=0, group=g) if rank == 1 else dist.all_reduce(y, group=g), y,
+           ["rank 1: broadcast of 1000 float32 from root 0", "ranks 0, 2: allreduce (sum) of 1000 float32"], [r for r in (0, 2) if r != rank and rank != 1])
+    salt = 4
+    z = data(rank, 999 if rank == 2 else 1000, torch.float32, 4)
+    expect(fresh(), lambda g: dist.all_reduce(z, group=g, async_op=True).wait(), z, ["rank 2: allreduce (sum) of 999 float32"],
+           [r for r in (0, 1) if r != rank and rank != 2])
+    salt = 6
+    w = data(rank, 1000, torch.float32, 6)
+    expect(fresh(), lambda g: dist.barrier(group=g) if rank == 0 else dist.all_reduce(w, group=g), w, ["rank 0: barrier", "ranks 1, 2: allreduce"],
+           [r for r in (1, 2) if r != rank and rank != 0])
+    # every rank raised the same sentence
+    every = [None] * n
+    dist.all_gather_object(every, texts, group=gloo)
+    assert all(e == texts for e in every), every
+    _default_group_goes_on(rank, gloo)
+    print("OK mismatch_tags", flush=True)
 
 
 def debug_detail():

@@ -1,0 +1,86 @@
+"""The call ledger (agree.Ledger) and the tags it salts, in one process:
+tags fit Gloo's and keep calls apart; ledgers on a real store find the
+first call two ranks made differently and name every rank. The whole
+mismatch path, on real groups, is in test_conform.py."""
+
+import itertools
+import random
+
+import pytest
+import torch.distributed as dist
+
+from react_torch import agree, executor
+from react_torch.pattern import TAG_STEPS, Message
+
+
+def test_tags_fit_gloo_and_are_distinct():
+    """Gloo takes tags in [0, 2^31); (salt, step, segment) -> tag is one to one."""
+    top = (1 << agree.SALT_BITS) - 1
+    seen = set()
+    rng = random.Random(1)
+    salts = [0, 1, top, top - 1] + [rng.randrange(top) for _ in range(50)]
+    for s, step, seg in itertools.product(salts, range(TAG_STEPS), range(executor.MAX_SEGMENTS)):
+        t = executor.tag(s, Message(step=step, src=0, dst=1, tag=step % TAG_STEPS, flows=[]), seg)
+        assert 0 <= t < 1 << 31
+        seen.add(t)
+    assert len(seen) == len(salts) * TAG_STEPS * executor.MAX_SEGMENTS
+
+
+def test_every_field_of_a_call_changes_its_salt():
+    base = agree.fields(7, "allreduce", "float32", 1000, -1, "sum", 3, 1)
+    assert 0 <= agree.salt(base) < 1 << agree.SALT_BITS
+    for i in range(len(base)):
+        other = list(base)
+        other[i] += 1
+        assert agree.salt(other) != agree.salt(base), f"field {i}"
+
+
+def ledgers(n):
+    store = dist.HashStore()
+    killed = []
+    return [agree.Ledger(store, r, n, lambda r=r: killed.append(r)) for r in range(n)], store, killed
+
+
+def publish(led):
+    """What the watchdog does once a call is stuck."""
+    led.store.set(agree._ENTRY % led.rank, led._entry())
+
+
+def test_ledgers_name_the_first_call_that_differs():
+    leds, store, killed = ledgers(3)
+    try:
+        for led in leds:
+            led.begin("allreduce", "float32", 1000, -1, "sum", 0, 0)
+            led.end()
+        # rank 2 skips a call: its next call is the others' call after next
+        for led in leds[:2]:
+            led.begin("broadcast", "int64", 10, 0, "", 0, 0)
+            led.end()
+        for led in leds:
+            led.begin("allreduce", "float32", 500, -1, "sum", 0, 0)
+            publish(led)
+        leds[0].peers = [1]
+        assert leds[0]._compare() is None  # ranks 0 and 1 agree
+        leds[0].peers = [1, 2]
+        text = leds[0]._compare()
+        assert text == ("ranks 0, 1: broadcast of 10 int64 from root 0, call 1 on the group, epoch 0 of its key, pattern version 0; "
+                        "rank 2: allreduce (sum) of 500 float32, call 1 on the group, epoch 0 of its key, pattern version 0"), text
+    finally:
+        for led in leds:
+            led.close()
+
+
+def test_a_mismatch_fails_the_group_for_good():
+    leds, store, killed = ledgers(2)
+    led = leds[0]
+    try:
+        led.begin("allreduce", "float32", 4, -1, "sum", 0, 0)
+        # a timeout says nothing of a peer's verdict, and the store is not asked
+        store.set(agree._VERDICT, "rank 0: x; rank 1: y")
+        assert led.verdict(RuntimeError("Timed out waiting 30000ms for recv operation to complete")) is None
+        assert led.verdict(RuntimeError("Connection closed by peer [127.0.0.1]:5000")) == "rank 0: x; rank 1: y"
+        assert killed == [0]
+        with pytest.raises(agree.MismatchError, match="unusable after an earlier mismatch: rank 0: x; rank 1: y"):
+            led.begin("allreduce", "float32", 4, -1, "sum", 1, 0)
+    finally:
+        led.close()
