@@ -15,6 +15,9 @@ package tuner_test
 //	    flows into (out of, or both) rank 3 take factor times as long.
 //	    Congestion belongs to the rank, so it stays put when a swap moves
 //	    the rank's roles.
+//	stall epoch=12 factor=3
+//	    every flow of epoch 12 takes 3 times as long (a host's hiccup:
+//	    one slow epoch, no congestion).
 //	noise sigma=0.1 seed=3
 //	    every FCT is multiplied by an independent lognormal factor (median
 //	    1); sigma=0 removes the noise.
@@ -96,6 +99,17 @@ func (s *scenario) exec(d *datadriven.TestData) (string, error) {
 		if sigma > 0 {
 			s.noise = fixture.Noise(sigma, seed)
 		}
+		return "ok", nil
+	case "stall":
+		var e int
+		var f float64
+		if err := scan(args, map[string]any{"epoch": &e, "factor": &f}, "epoch", "factor"); err != nil {
+			return "", err
+		}
+		if !(f > 0) || e < 0 {
+			return "", fmt.Errorf("stall epoch=%d factor=%v: want epoch >= 0 and factor > 0", e, f)
+		}
+		s.congest = append(s.congest, congestion{from: e, to: e + 1, factor: func(int, ten.Flow) float64 { return f }})
 		return "ok", nil
 	case "run":
 		var epochs int
@@ -230,15 +244,21 @@ func (s *scenario) run(epochs int) (string, error) {
 
 // decisionLine is one line for a decision that changed something, "" for
 // one that did not: the verdict on the change under evaluation (observed
-// time over the time before it), then the new pattern, with the swaps the
+// time over the time before it, and the judge's own when that differs),
+// then the new pattern, with the swaps the
 // exploration accepted, or the restored one.
 func decisionLine(d *tuner.Decision) string {
 	var parts []string
+	verdict := fmt.Sprintf("time x%.2f", d.Observed/d.Previous)
+	if d.ObservedGain > 0 && math.Abs(1/d.ObservedGain-d.Observed/d.Previous) >= 0.01 {
+		// the judge's view differs: its batches' times, one outlier each clipped
+		verdict += fmt.Sprintf(", judged x%.2f", 1/d.ObservedGain)
+	}
 	switch {
 	case d.Kept:
-		parts = append(parts, fmt.Sprintf("kept v%d (time x%.2f)", d.Version, d.Observed/d.Previous))
+		parts = append(parts, fmt.Sprintf("kept v%d (%s)", d.Version, verdict))
 	case d.Reverted:
-		parts = append(parts, fmt.Sprintf("reverted v%d (time x%.2f)", d.Version, d.Observed/d.Previous))
+		parts = append(parts, fmt.Sprintf("reverted v%d (%s)", d.Version, verdict))
 	}
 	if d.Pattern != nil {
 		var swaps []string

@@ -2,6 +2,7 @@ package tuner
 
 import (
 	"math"
+	"slices"
 
 	"gonum.org/v1/gonum/stat"
 	"gonum.org/v1/gonum/stat/distuv"
@@ -25,7 +26,12 @@ const maxExtensions = 2
 // conf: keep a significant gain of at least minGain; revert when the new
 // pattern gains less than minGain, or when its gain is still not
 // significant after maxExtensions extra batches; extend otherwise.
+//
+// Each sample's one most extreme time is first pulled in to its fence
+// (clipOutlier), so that one slow epoch cannot revert a change, nor one
+// fast epoch keep it.
 func judgeChange(before, after []float64, conf, minGain float64, extensions int) (verdict, float64) {
+	before, after = clipOutlier(before), clipOutlier(after)
 	mb, vb := stat.MeanVariance(before, nil)
 	ma, va := stat.MeanVariance(after, nil)
 	gain := mb/ma - 1
@@ -75,4 +81,54 @@ func cv(xs []float64) float64 {
 		return 0
 	}
 	return sd / m
+}
+
+// outlierFence is how far from the median, in robust standard deviations
+// (1.4826 times the median absolute deviation, at least outlierFloor of
+// the median), a time lies before the judge clips it. Five: Gaussian
+// noise crosses it about once in a million epochs, while a host's hiccup
+// (on the 2-core testbed, an epoch of 0.93 s among 0.40 to 0.61 s) lies
+// far beyond.
+const (
+	outlierFence = 5.0
+	outlierFloor = 0.005
+)
+
+// clipOutlier returns xs with its one value farthest from the median
+// moved to the fence when it lies beyond it; xs itself when nothing is
+// clipped or with fewer than four values (too few to tell). The median and
+// its deviation are robust to that one value, and a shift that lasts
+// several epochs spreads them as far as it goes.
+func clipOutlier(xs []float64) []float64 {
+	if len(xs) < 4 {
+		return xs
+	}
+	sorted := slices.Clone(xs)
+	slices.Sort(sorted)
+	med := median(sorted)
+	far := 0
+	dev := make([]float64, len(xs))
+	for i, x := range xs {
+		dev[i] = math.Abs(x - med)
+		if dev[i] > dev[far] {
+			far = i
+		}
+	}
+	slices.Sort(dev)
+	fence := outlierFence * max(1.4826*median(dev), outlierFloor*math.Abs(med))
+	if math.Abs(xs[far]-med) <= fence {
+		return xs
+	}
+	out := slices.Clone(xs)
+	out[far] = med + math.Copysign(fence, xs[far]-med)
+	return out
+}
+
+// median of sorted values.
+func median(sorted []float64) float64 {
+	n := len(sorted)
+	if n%2 == 1 {
+		return sorted[n/2]
+	}
+	return (sorted[n/2-1] + sorted[n/2]) / 2
 }

@@ -1,0 +1,67 @@
+package tuner
+
+import (
+	"slices"
+	"testing"
+)
+
+func TestClipOutlier(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		in   []float64
+		want []float64 // nil: unchanged
+	}{
+		{"too few to tell", []float64{1, 1, 9}, nil},
+		{"all equal", []float64{2, 2, 2, 2, 2, 2}, nil},
+		{"noise within the fence", []float64{1.00, 1.02, 0.97, 1.05, 0.99, 1.01}, nil},
+		// the testbed's batch: one epoch at 0.94 s; median 0.555, MAD 0.01
+		{"one slow epoch", []float64{0.55, 0.56, 0.94, 0.54, 0.55, 0.57}, []float64{0.55, 0.56, 0.555 + 5*1.4826*0.01, 0.54, 0.55, 0.57}},
+		{"one fast epoch", []float64{1, 1, 1, 0.5, 1, 1}, []float64{1, 1, 1, 1 - 5*0.005, 1, 1}},
+		// a shift half-way through is not an outlier: the others spread as far
+		{"a shift", []float64{0.90, 0.91, 0.90, 1.30, 1.31, 1.29}, nil},
+		// one value a sample at most: of two slow epochs one still counts
+		{"two slow epochs", []float64{1, 1, 1, 1, 2, 2}, []float64{1, 1, 1, 1, 1 + 5*0.005, 2}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := slices.Clone(tc.in)
+			got := clipOutlier(in)
+			if !slices.Equal(in, tc.in) {
+				t.Fatalf("input modified: %v", in)
+			}
+			want := tc.want
+			if want == nil {
+				want = tc.in
+			}
+			if len(got) != len(want) {
+				t.Fatalf("got %v, want %v", got, want)
+			}
+			for i := range got {
+				if d := got[i] - want[i]; d > 1e-12 || d < -1e-12 {
+					t.Fatalf("got %v, want %v", got, want)
+				}
+			}
+		})
+	}
+}
+
+// One slow epoch in the new pattern's batch must not revert a change the
+// other five epochs show is a gain, nor one fast epoch keep one that is not.
+func TestJudgeChangeIsNotFlippedByOneEpoch(t *testing.T) {
+	before := []float64{1.00, 1.01, 0.99, 1.02, 0.98, 1.00}
+	for _, tc := range []struct {
+		name  string
+		after []float64
+		want  verdict
+	}{
+		{"a gain", []float64{0.90, 0.91, 0.89, 0.90, 0.92, 0.90}, keep},
+		{"a gain and one slow epoch", []float64{0.90, 0.91, 0.89, 0.90, 0.92, 1.80}, keep},
+		{"no gain", []float64{1.00, 0.99, 1.01, 1.00, 1.02, 0.98}, revert},
+		{"no gain and one fast epoch", []float64{1.00, 0.99, 1.01, 1.00, 1.02, 0.40}, revert},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if v, gain := judgeChange(before, tc.after, 0.95, 0.02, 0); v != tc.want {
+				t.Fatalf("verdict %v (gain %.3f), want %v", v, gain, tc.want)
+			}
+		})
+	}
+}
