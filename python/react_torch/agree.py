@@ -226,13 +226,14 @@ STUCK_S = 1.0
 POLL_S = 0.25  # how often a stuck call looks again, at first ...
 POLL_MAX_S = 2.0  # ... and at most, once it has waited long
 HISTORY = 16  # signatures a rank publishes: its current call and those before
-SALT_BITS = 21  # of a signature's hash, in every tag (executor.tag)
+SALT_BITS = 20  # of a signature's hash, in every tag (executor.tag: below CHECK_TAG)
+LINGER_S = 5.0  # how long a failed rank waits for every rank to have read the verdict (Ledger.linger)
 _GATHER_S = 2.0  # how long a rank that found a mismatch waits for every rank's signatures, to name them all
 
 
 def salt(sig: Sequence[int]) -> int:
     """SALT_BITS of BLAKE2b of a signature: calls that differ give the same
-    tags with probability 2^-21, and only then does their data meet."""
+    tags with probability 2^-20, and only then does their data meet."""
     d = hashlib.blake2b(struct.pack("<8q", *sig), digest_size=4).digest()
     return int.from_bytes(d, "little") & ((1 << SALT_BITS) - 1)
 
@@ -259,7 +260,6 @@ class Ledger:
         self.failed: Optional[str] = None
         self._stop = threading.Event()
         self._thread: Optional[threading.Thread] = None
-        self._warned = False
 
     def begin(self, op: str, dtype: str, numel: int, root: int = -1, reduce: str = "", epoch: int = -1, version: int = -1) -> int:
         """Records a call and returns the salt of its tags; raises on a group
@@ -304,6 +304,22 @@ class Ledger:
             self.failed = text
             log.error("react_torch: rank %d: %s", self.rank, text)
             self.kill()
+            try:
+                self.store.add(_READ, 1)
+            except Exception:  # the store is gone: nobody left to tell
+                pass
+
+    def linger(self) -> None:
+        """Before this rank raises the mismatch (and its program perhaps
+        exits, taking the store with it when it hosts it), waits until every
+        rank has read the verdict, LINGER_S at most: ranks that wait on each
+        other, not on this one, learn of it only from the store."""
+        until = time.monotonic() + LINGER_S
+        try:
+            while self.store.add(_READ, 0) < self.size and time.monotonic() < until:
+                time.sleep(0.05)
+        except Exception:
+            pass
 
     def _entry(self) -> bytes:
         return json.dumps([list(c) for c in tuple(self.calls)]).encode()  # tuple(): one step under the GIL
@@ -335,10 +351,9 @@ class Ledger:
                     found = self._compare()
                     if found is not None:
                         self._fail(self.store.compare_set(_VERDICT, "", found).decode())
-            except Exception as e:  # the store went away (exit): nothing to compare with
-                if not self._warned:
-                    self._warned = True
-                    log.warning("react_torch: rank %d: comparing a stuck call with the other ranks': %s", self.rank, e)
+            except Exception as e:  # the store went away (its host exited): nothing to compare with
+                log.warning("react_torch: rank %d: cannot compare a stuck call with the other ranks' any more: %s", self.rank, e)
+                return
 
     def _compare(self) -> Optional[str]:
         """The sentence for the first call this rank and one of its peers
@@ -367,6 +382,7 @@ class Ledger:
 
 
 # What Gloo says when a peer closed its connections (ReactBackend._kill).
-_CLOSED = ("Connection closed", "pair closure", "Connection reset")
+_CLOSED = ("Connection closed", "pair closure", "Connection reset", "reset by peer", "Broken pipe")
 _ENTRY = "react/calls/%d"
 _VERDICT = "react/calls/mismatch"
+_READ = "react/calls/read"  # ranks that have read the verdict

@@ -38,7 +38,9 @@ log = logging.getLogger("react_torch")
 _OPS = ("allreduce", "allgather", "reducescatter", "broadcast", "reduce")
 
 _C10dBackend = torch._C._distributed_c10d.Backend
-_KILL_TAG = (1 << 31) - 1  # a receive nobody sends to: its timeout closes the group (ReactBackend._kill)
+# A receive nobody sends to: its timeout closes the group (ReactBackend._kill).
+# Above every data tag (executor.tag < 2^30) and the call check's.
+_KILL_TAG = agree.CHECK_TAG + 1
 
 
 class ReactBackend(Delegated, _C10dBackend):
@@ -125,12 +127,12 @@ class ReactBackend(Delegated, _C10dBackend):
         if os.getpid() != self._pid:
             return  # a forked child owns none of it
         _held.discard(self)
-        if self._ledger is not None:
-            self._ledger.close()
         with self._lock:
             w, self._worker = self._worker, None
         if w is not None:
-            w.shutdown(wait=True)
+            w.shutdown(wait=True)  # the ledger's watchdog still running: a mismatched call queued here must end
+        if self._ledger is not None:
+            self._ledger.close()
         if self._control is not None:
             self._control.close(self._timeout.total_seconds() + 10)
             self._closed_stats = self._control.stats()
@@ -171,14 +173,18 @@ class ReactBackend(Delegated, _C10dBackend):
         """Closes the data and control groups' connections, after a mismatch
         (agree.Ledger): Gloo has no way to cancel a pending transfer, but a
         receive whose own timeout passes closes every pair of its group,
-        which ends every wait on them, here and at the peers."""
+        which ends every wait on them, here and at the peers. A receive from
+        a peer that closed its pairs already fails at once without closing
+        the others: the next peer is tried then."""
         for pg in (self._gloo, self._ctrl_pg):
             if pg is None:
                 continue
-            try:
-                pg.recv([torch.empty(1)], (self._rank + 1) % self._size, _KILL_TAG).wait(timedelta(milliseconds=1))
-            except Exception:  # the timeout: the point
-                pass
+            for k in range(1, self._size):
+                try:
+                    pg.recv([torch.empty(1)], (self._rank + k) % self._size, _KILL_TAG).wait(timedelta(milliseconds=1))
+                except Exception as e:
+                    if "Timed out" in str(e):  # the point: every pair is closed now
+                        break
 
     def _decode(self, raw: bytes) -> Pattern:
         """Decodes a pattern with its layout. The layout is the one check:
@@ -232,6 +238,7 @@ class ReactBackend(Delegated, _C10dBackend):
             raise
         except Exception as e:  # a peer that found a mismatch closed its connections
             if led.verdict(e) is not None:
+                led.linger()
                 raise led.error() from e
             raise
         finally:
@@ -560,6 +567,7 @@ class ReactBackend(Delegated, _C10dBackend):
                     raise
                 except Exception as e:  # a peer that found a mismatch closed its connections
                     if led is not None and led.verdict(e) is not None:
+                        led.linger()
                         raise led.error() from e
                     raise
                 finally:

@@ -44,7 +44,8 @@ MAX_SEGMENTS = 64  # and at most this many
 def tag(salt: int, m: Message, segment: int) -> int:
     """A segment's Gloo tag: the call's salt (agree.Ledger: a hash of the
     call's signature, so a message of another call never matches), the
-    message's step modulo TAG_STEPS, the segment. Below 2^31."""
+    message's step modulo TAG_STEPS, the segment. Below 2^30, where the
+    call check's and the kill's tags are."""
     return (salt * TAG_STEPS + m.tag) * MAX_SEGMENTS + segment
 
 # A CPU run returns its FCTs; a CUDA run a callable that waits for the GPU

@@ -349,6 +349,8 @@ def mismatch_tags():
     else never receives its data. Every rank fails within seconds with one
     sentence naming the calls and the ranks; the ranks that agree may have
     combined each other's data, never the others'."""
+    from react_torch.agree import MismatchError
+
     rank, n, gloo = init(timeout=30)
     assert n == 3
 
@@ -395,12 +397,42 @@ def mismatch_tags():
     w = data(rank, 1000, torch.float32, 6)
     expect(fresh(), lambda g: dist.barrier(group=g) if rank == 0 else dist.all_reduce(w, group=g), w, ["rank 0: barrier", "ranks 1, 2: allreduce"],
            [r for r in (1, 2) if r != rank and rank != 0])
+    # a mismatched call still queued when its group is destroyed
+    v = data(rank, 1000, torch.int32 if rank == last else torch.float32, 7)
+    g = fresh()
+    w = dist.all_reduce(v, group=g, async_op=True)
+    t0 = time.time()
+    dist.destroy_process_group(g)
+    assert time.time() - t0 < 8, f"destroy took {time.time() - t0:.1f} s"
+    try:
+        w.wait()
+        raise AssertionError("a mismatched call queued at destroy completed")
+    except MismatchError:
+        pass
     # every rank raised the same sentence
     every = [None] * n
     dist.all_gather_object(every, texts, group=gloo)
     assert all(e == texts for e in every), every
     _default_group_goes_on(rank, gloo)
     print("OK mismatch_tags", flush=True)
+
+
+def mismatch_kill_order():
+    """4 ranks, rank 3 mismatched, rank 2's watchdog late (LATE_WATCHDOG,
+    read here): rank 3 closes its groups first, so rank 2's first kill
+    receive (from rank 3) fails at once without closing its other pairs.
+    It must go on to a peer whose pair is open, or ranks 0 and 2, waiting
+    on each other, wait for the group timeout."""
+    from react_torch import agree
+
+    if os.environ.get("LATE_WATCHDOG"):
+        agree.STUCK_S = 4.0
+    rank, n, gloo = init(timeout=30)
+    g = _fresh_group(rank)
+    x = data(rank, 1000, torch.int32 if rank == n - 1 else torch.float32)
+    _raises_mismatch(rank, g, lambda g: dist.all_reduce(x, group=g), [f"rank {n - 1}: allreduce (sum) of 1000 int32"], within=10)
+    dist.barrier(group=gloo)
+    print("OK mismatch_kill_order", flush=True)
 
 
 def debug_detail():

@@ -14,14 +14,15 @@ from react_torch.pattern import TAG_STEPS, Message
 
 
 def test_tags_fit_gloo_and_are_distinct():
-    """Gloo takes tags in [0, 2^31); (salt, step, segment) -> tag is one to one."""
+    """Gloo takes tags in [0, 2^31); data tags stay below the call check's
+    and the kill's; (salt, step, segment) -> tag is one to one."""
     top = (1 << agree.SALT_BITS) - 1
     seen = set()
     rng = random.Random(1)
     salts = [0, 1, top, top - 1] + [rng.randrange(top) for _ in range(50)]
     for s, step, seg in itertools.product(salts, range(TAG_STEPS), range(executor.MAX_SEGMENTS)):
         t = executor.tag(s, Message(step=step, src=0, dst=1, tag=step % TAG_STEPS, flows=[]), seg)
-        assert 0 <= t < 1 << 31
+        assert 0 <= t < agree.CHECK_TAG
         seen.add(t)
     assert len(seen) == len(salts) * TAG_STEPS * executor.MAX_SEGMENTS
 

@@ -115,6 +115,14 @@ def test_mismatched_calls_fail_on_every_rank_by_default():
         assert rc == 0 and "OK mismatch_tags" in out, (out, err[-3000:])
 
 
+def test_mismatch_closes_every_pair_whoever_finds_it_first():
+    """Before: a rank whose first peer had closed its pairs already did not
+    close its own, and a rank waiting on it waited for the group timeout."""
+    for rc, out, err in launch(4, "mismatch_kill_order", env={"REACT_TUNE": "0"}, per_rank={2: {"LATE_WATCHDOG": "1"}}, script=CONFORM,
+                               timeout=120):
+        assert rc == 0 and "OK mismatch_kill_order" in out, (out, err[-3000:])
+
+
 def test_torch_debug_detail_wraps_react():
     """Before: the wrapper kept only the C++ half of the backend, whose
     Python half was collected: "getBackendName is not implemented"."""
