@@ -251,7 +251,8 @@ class Ledger:
     the sentence from the store and closes its groups in turn."""
 
     def __init__(self, store, rank: int, size: int, kill: Callable[[], None]):
-        self.store, self.rank, self.size = store, rank, size
+        self._shared, self._own = store, None
+        self.rank, self.size = rank, size
         self.kill = kill  # closes this rank's data and control groups
         self.seq = 0
         self.calls: Deque[Tuple[int, ...]] = collections.deque(maxlen=HISTORY)
@@ -260,6 +261,19 @@ class Ledger:
         self.failed: Optional[str] = None
         self._stop = threading.Event()
         self._thread: Optional[threading.Thread] = None
+
+    @property
+    def store(self):
+        """The group's store through a connection of the ledger's own, made
+        when first needed: a store wait on torch's client holds its lock as
+        long as it waits (group creation, a user's store.wait), and finding
+        a mismatch must not wait for it."""
+        if self._own is None:
+            try:
+                self._own = self._shared.clone()
+            except Exception:  # a store that cannot be cloned: share it
+                self._own = self._shared
+        return self._own
 
     def begin(self, op: str, dtype: str, numel: int, root: int = -1, reduce: str = "", epoch: int = -1, version: int = -1) -> int:
         """Records a call and returns the salt of its tags; raises on a group

@@ -409,6 +409,27 @@ def mismatch_tags():
         raise AssertionError("a mismatched call queued at destroy completed")
     except MismatchError:
         pass
+    # the main thread blocked in a store wait (on the client the group's
+    # store shares) while a mismatched call waits: found within seconds
+    import threading
+
+    store = dist.distributed_c10d._get_default_store()
+    v = data(rank, 1000, torch.int32 if rank == last else torch.float32, 8)
+    g = fresh()
+    w = dist.all_reduce(v, group=g, async_op=True)
+
+    mine = store.clone()  # the main thread's wait holds the shared client
+
+    def waiter():
+        try:
+            w.wait()
+        except MismatchError:
+            mine.set(f"mismatch_tags/raised/{rank}", "1")
+
+    threading.Thread(target=waiter, daemon=True).start()
+    t0 = time.time()
+    store.wait([f"mismatch_tags/raised/{r}" for r in range(n)])
+    assert time.time() - t0 < 10, f"found after {time.time() - t0:.1f} s with the store client busy"
     # every rank raised the same sentence
     every = [None] * n
     dist.all_gather_object(every, texts, group=gloo)
