@@ -292,6 +292,17 @@ class Ledger:
     def end(self) -> None:
         self.current = None
 
+    def __enter__(self) -> "Ledger":
+        return self
+
+    def __exit__(self, kind, exc, tb) -> None:
+        """Around a call (`with ledger:`): ends it, and turns a failed
+        transfer into the mismatch a peer found (it closed its connections)."""
+        self.end()
+        if isinstance(exc, Exception) and not isinstance(exc, MismatchError) and self.verdict(exc) is not None:
+            self.linger()
+            raise self.error() from exc
+
     def close(self) -> None:
         self._stop.set()
 

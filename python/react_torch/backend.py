@@ -13,6 +13,7 @@ logged once.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import logging
 import os
 import threading
@@ -232,17 +233,8 @@ class ReactBackend(Delegated, _C10dBackend):
                 self._check(op, dtype, numel, root, redop, st.epoch, st.version)
             return salt
 
-        try:
+        with led:
             self._pattern_call(op, t, numel, work, reduce, root, check=check)
-        except agree.MismatchError:
-            raise
-        except Exception as e:  # a peer that found a mismatch closed its connections
-            if led.verdict(e) is not None:
-                led.linger()
-                raise led.error() from e
-            raise
-        finally:
-            led.end()
 
     def _pattern_call(self, op: str, t: torch.Tensor, numel: int, work: Optional[torch.Tensor], reduce: str, root: int,
                       rail: Optional["hier.RailGroup"] = None, check=None) -> None:
@@ -559,20 +551,10 @@ class ReactBackend(Delegated, _C10dBackend):
                     led.begin("barrier", "", 0)
                     # Gloo's allreduce: ask every rank, or in a large group the ring's neighbours
                     led.peers = range(self._size) if self._size <= 64 else ((self._rank - 1) % self._size, (self._rank + 1) % self._size)
-                try:
+                with led if led is not None else contextlib.nullcontext():
                     if self._check is not None:
                         self._check("barrier", "", 0)
                     self._gloo.allreduce([t]).wait()
-                except agree.MismatchError:
-                    raise
-                except Exception as e:  # a peer that found a mismatch closed its connections
-                    if led is not None and led.verdict(e) is not None:
-                        led.linger()
-                        raise led.error() from e
-                    raise
-                finally:
-                    if led is not None:
-                        led.end()
 
         return self._submit(fn, [t], t.device, "barrier")
 

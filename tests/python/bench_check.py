@@ -50,6 +50,12 @@ class _NoLedger:
     def close(self):
         pass
 
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return None
+
 
 def main():
     ap = argparse.ArgumentParser()
