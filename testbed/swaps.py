@@ -81,8 +81,10 @@ def describe_swap(path: str, target: Optional[int], nbytes: int) -> dict:
         ra, rb = roles(a, target), roles(b, target)
         for c in sorted(ra):
             lines.append(f"    chunk {c}: in/out flows {ra[c][0]}/{ra[c][1]} -> {rb.get(c, [0, 0])[0]}/{rb.get(c, [0, 0])[1]}")
+        # the fewest flows into target in any version run: what the tuner tried, kept or reverted
+        fewest = min(into(fl, target)[0] for fl in vers.values())
         res.update({"target": target, "flows_into_target_before": fa[0], "flows_into_target_after": fb[0],
-                    "bytes_into_target_before": fa[1], "bytes_into_target_after": fb[1]})
+                    "flows_into_target_fewest": fewest, "bytes_into_target_before": fa[1], "bytes_into_target_after": fb[1]})
     res["edges_before"] = _edges(a)
     res["edges_after"] = _edges(b)
     res["text"] = "\n".join(lines)
