@@ -52,8 +52,9 @@ type group struct {
 	pred   []float64 // scratch: predicted FCTs
 }
 
-// Pair is a residual of one (src, dst) pair: its flows take Factor times
-// what the rank links explain, with standard error SE on log(Factor).
+// Pair is a residual of one (src, dst) pair that stands out of its noise:
+// its flows take Factor times what the rank links explain for the mean
+// pair (above 1: slower), with standard error SE on log(Factor).
 type Pair struct {
 	Src, Dst int32
 	Factor   float64
@@ -71,9 +72,12 @@ type Fit struct {
 	// epoch around its mean (pooled over flows): the measurement noise.
 	Noise float64
 	// RMS is the root mean square of the log residuals of the flows' mean
-	// FCTs after the fit: how well the model explains what it saw.
+	// FCTs after the fit of the rank links, less what the measured noise
+	// alone leaves in a mean of that many epochs: how far the links miss
+	// what they saw. The pair model's factors are left out: they would
+	// hide a miss of the links as slow pairs.
 	RMS   float64
-	Pairs []Pair // significant residuals only
+	Pairs []Pair // the pairs that stand out of their noise (pairs.go)
 	// Epochs and Patterns count the data behind the fit.
 	Epochs, Patterns int
 	Replays          int // replays the fit cost
@@ -93,7 +97,8 @@ type Model struct {
 	fit    Fit
 	fitted bool
 	sig    Net // the significant part of fit.Net, used to predict
-	pairs  map[[2]int32]float64
+	pm     *pairModel
+	scale  []float64 // scratch: pair factors of a replay
 	rp     Replayer
 	groups []*group
 	evals  int

@@ -1,10 +1,6 @@
 package links
 
 import (
-	"cmp"
-	"math"
-	"slices"
-
 	"github.com/react-torch/react-torch/pkg/critpath"
 	"github.com/react-torch/react-torch/pkg/ten"
 )
@@ -14,7 +10,9 @@ import (
 // by side; it does not change when the model is refitted.
 type Predictor struct {
 	net   Net
-	pairs map[[2]int32]float64
+	pm    *pairModel
+	z     float64 // seen pairs pulled z standard errors towards their prior
+	pairs []Pair  // the pairs that stand out, in (src, dst) order
 	rp    Replayer
 	scale []float64
 	fct   []float64
@@ -26,7 +24,7 @@ func (m *Model) Predictor() *Predictor {
 	if !m.fitted {
 		return nil
 	}
-	return &Predictor{net: m.sig, pairs: m.pairs}
+	return &Predictor{net: m.sig, pm: m.pm, pairs: m.fit.Pairs}
 }
 
 // Cautious returns a judge that believes in every significant count and
@@ -46,13 +44,7 @@ func (m *Model) Cautious(z float64) *Predictor {
 			net.Down[r] = max(0, m.sig.Down[r]-z*m.fit.DownSE[r])
 		}
 	}
-	pairs := map[[2]int32]float64{}
-	for _, p := range m.fit.Pairs {
-		if v := math.Log(p.Factor) - z*p.SE; v > 0 {
-			pairs[[2]int32{p.Src, p.Dst}] = math.Exp(v)
-		}
-	}
-	return &Predictor{net: net, pairs: pairs}
+	return &Predictor{net: net, pm: m.pm, z: z, pairs: m.fit.Pairs}
 }
 
 // Time predicts the collective time of p for a message of bytes; dag must
@@ -69,26 +61,16 @@ func (pr *Predictor) Estimate(p *ten.Pattern, dag *critpath.DAG, bytes float64) 
 	return pr.est.Estimate(p, dag, bytes, &pr.net, pr.scales(p))
 }
 
-// scales is every flow's slow-pair factor, nil without slow pairs.
+// scales is every flow's pair factor, nil when the pair model is off.
 func (pr *Predictor) scales(p *ten.Pattern) []float64 {
-	if len(pr.pairs) == 0 {
-		return nil
-	}
-	pr.scale = grow(pr.scale, len(p.Flows))
-	for i := range p.Flows {
-		f := &p.Flows[i]
-		pr.scale[i] = 1
-		if v, ok := pr.pairs[[2]int32{f.Src, f.Dst}]; ok {
-			pr.scale[i] = v
-		}
-	}
+	pr.scale = pr.pm.scales(p, pr.z, pr.scale)
 	return pr.scale
 }
 
 // Congested reports whether any count or pair residual is significant:
 // without one, every pattern of a symmetric network predicts the same.
 func (pr *Predictor) Congested() bool {
-	if len(pr.pairs) > 0 {
+	if pr.pm != nil && pr.pm.on {
 		return true
 	}
 	for r := range pr.net.Up {
@@ -106,8 +88,8 @@ func (pr *Predictor) Suspects() []int32 {
 	for r := range pr.net.Up {
 		mark[r] = pr.net.Up[r] > 0 || pr.net.Down[r] > 0
 	}
-	for k := range pr.pairs {
-		mark[k[0]], mark[k[1]] = true, true
+	for _, p := range pr.pairs {
+		mark[p.Src], mark[p.Dst] = true, true
 	}
 	var out []int32
 	for r, ok := range mark {
@@ -121,13 +103,6 @@ func (pr *Predictor) Suspects() []int32 {
 // Net returns the significant links the predictor judges with.
 func (pr *Predictor) Net() *Net { return &pr.net }
 
-// Pairs returns the slow pairs the predictor judges with, in (src, dst)
-// order.
-func (pr *Predictor) Pairs() []Pair {
-	out := make([]Pair, 0, len(pr.pairs))
-	for k, f := range pr.pairs {
-		out = append(out, Pair{Src: k[0], Dst: k[1], Factor: f})
-	}
-	slices.SortFunc(out, func(a, b Pair) int { return cmp.Or(cmp.Compare(a.Src, b.Src), cmp.Compare(a.Dst, b.Dst)) })
-	return out
-}
+// Pairs returns the pairs that stand out of their noise, in (src, dst)
+// order; the predictor judges every pair, these and the others.
+func (pr *Predictor) Pairs() []Pair { return pr.pairs }

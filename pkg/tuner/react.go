@@ -47,6 +47,7 @@ type evaluation struct {
 	predicted float64 // predicted speed-up
 	steps     []string
 	ext       int
+	fabric    bool // a trial of the fabric fallback (fabric.go)
 }
 
 // snapshot is what the model said when a search last found nothing.
@@ -140,7 +141,13 @@ func (t *Tuner) decideReact(epoch int) *Decision {
 			}
 			t.reverts++
 			t.backoff = 1 << min(t.reverts-1, 4)
-			t.margin = max(2*t.margin, ev.predicted-(1+gain))
+			if ev.fabric {
+				// the pair history's miss, not the link model's: no margin,
+				// a longer wait (its trials are blind)
+				t.backoff *= 2
+			} else {
+				t.margin = max(2*t.margin, ev.predicted-(1+gain))
+			}
 			t.emit(d, ev.prev, epoch)
 			t.eval = nil
 			return d
@@ -155,7 +162,7 @@ func (t *Tuner) decideReact(epoch int) *Decision {
 	if !pr.Congested() {
 		d.Note = "no congestion in the link model"
 		t.quiet = t.snap(fit, pr)
-		return d
+		return t.fabricTrial(d, epoch, pr)
 	}
 	if t.backoff > 0 {
 		t.backoff--
@@ -164,7 +171,7 @@ func (t *Tuner) decideReact(epoch int) *Decision {
 	}
 	if t.quiet != nil && !t.quiet.changed(fit, pr) {
 		d.Note = "link model unchanged since the last search"
-		return d
+		return t.fabricTrial(d, epoch, pr)
 	}
 	dag := critpath.New(t.cur)
 	now := pr.Time(t.cur, dag, t.bytes)
@@ -172,7 +179,7 @@ func (t *Tuner) decideReact(epoch int) *Decision {
 	if off := math.Log(d.Observed / now); off < -max(calibrationTolerance, fit.RMS) {
 		d.Note = fmt.Sprintf("link model does not explain the collective time (observed %.4g s, predicted %.4g s)", d.Observed, now)
 		t.quiet = t.snap(fit, pr)
-		return d
+		return t.fabricTrial(d, epoch, pr)
 	}
 	d.Explored = true
 	// A fit that misses its flows by more than the calibration tolerance
@@ -206,14 +213,14 @@ func (t *Tuner) decideReact(epoch int) *Decision {
 			d.Note = "no transform predicted to gain"
 		}
 		t.quiet = t.snap(fit, pr)
-		return d
+		return t.fabricTrial(d, epoch, pr)
 	}
 	// The gain must survive the fit's uncertainty: judged again with every
 	// count and residual two standard errors smaller.
 	if c := t.links.Cautious(2); gain(c.Time(t.cur, dag, t.bytes), c.Time(g, critpath.New(g), t.bytes)) < need {
 		d.Note = fmt.Sprintf("predicted speed-up %.3f does not survive the fit's uncertainty", 1+gain(now, after))
 		t.quiet = t.snap(fit, pr)
-		return d
+		return t.fabricTrial(d, epoch, pr)
 	}
 	if err := semantics.Check(g); err != nil { // a hash collision in the position evaluator
 		d.Note = fmt.Sprintf("explored pattern refused by the semantics check: %v", err)

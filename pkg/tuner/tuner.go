@@ -181,7 +181,10 @@ func (t *Tuner) Observe(epoch int, fct []float64, elapsed float64) (*Decision, e
 		if err := t.links.Observe(0, epoch, t.cur, t.bytes, fct); err != nil {
 			return nil, fmt.Errorf("tuner: %w", err)
 		}
-	} else if err := t.hist.Observe(epoch, t.cur, t.deg, fct, t.bytes); err != nil {
+	}
+	// the paper's pair history: its loop's judge, and the link model's
+	// fallback in the fabric (fabricTrial)
+	if err := t.hist.Observe(epoch, t.cur, t.deg, fct, t.bytes); err != nil {
 		return nil, err
 	}
 	t.last = epoch

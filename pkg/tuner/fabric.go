@@ -1,0 +1,77 @@
+package tuner
+
+import (
+	"fmt"
+	"math"
+	"slices"
+
+	"github.com/react-torch/react-torch/pkg/critpath"
+	"github.com/react-torch/react-torch/pkg/detect"
+	"github.com/react-torch/react-torch/pkg/links"
+	"github.com/react-torch/react-torch/pkg/semantics"
+)
+
+// fabricTrial is the link model loop's fallback where the model sees the
+// fabric uneven (pairs that stand out of their noise: a switch's ranks
+// fast among themselves, cables that slow the pairs whose paths cross
+// them) but predicts no change that gains. The gain there lies in the
+// pairs a pattern has not carried yet and in the sharing of links the
+// model does not know (a ToR's uplinks), which a per-pair factor cannot
+// foresee; the paper's loop, which tries swaps judged by the pair history
+// and keeps what the next batch confirms, finds it. Its trial is judged
+// like any change (judgeChange), and a revert backs the search off as
+// the model's own do, so the trials stay few; its misses do not raise the
+// link model's margin.
+//
+// It stays out of what the model does see: not where a rank's link holds
+// a significant count (the model's own search owns that), and not where
+// the model predicts more than the collective took (FCTs inflated where
+// they were measured, a busy host: on the slow-host files such pairs stand
+// out too, and trials there were pure cost).
+func (t *Tuner) fabricTrial(d *Decision, epoch int, pr *links.Predictor) *Decision {
+	if len(pr.Pairs()) == 0 || t.eval != nil || t.next != nil {
+		return d
+	}
+	net := pr.Net()
+	for r := range net.Up {
+		if net.Up[r] > 0 || net.Down[r] > 0 {
+			return d
+		}
+	}
+	if now := pr.Time(t.cur, critpath.New(t.cur), t.bytes); math.Log(d.Observed/now) < -max(calibrationTolerance, d.Model.RMS) {
+		return d
+	}
+	rep, err := detect.Detect(t.cur, t.deg, t.batch, t.bytes, detect.Config{Delta1: t.cfg.Delta1, Delta2: t.cfg.Delta2})
+	if err != nil { // inputs were validated in Observe
+		panic(err)
+	}
+	if !rep.Congested() {
+		return d
+	}
+	g, trials, steps := t.explore(rep)
+	if g == nil || slices.Equal(g.Flows, t.cur.Flows) || t.rejected[fingerprint(g)] {
+		return d
+	}
+	if err := semantics.Check(g); err != nil { // a hash collision in the position evaluator
+		t.rejected[fingerprint(g)] = true
+		return d
+	}
+	before, after := 0.0, 0.0
+	for _, tr := range trials {
+		if tr.Accepted {
+			if before == 0 {
+				before = tr.Before
+			}
+			after = tr.After
+		}
+	}
+	predicted := 1.0
+	if after > 0 {
+		predicted = before / after
+	}
+	d.Explored, d.Trials = true, trials
+	d.Note = fmt.Sprintf("%s; fabric: the pair history's trial (predicted speed-up %.3f)", d.Note, predicted)
+	t.eval = &evaluation{prev: t.cur, before: slices.Clone(t.elapsed), predicted: predicted, steps: steps, fabric: true}
+	t.emit(d, g, epoch)
+	return d
+}
