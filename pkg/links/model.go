@@ -53,8 +53,8 @@ type group struct {
 }
 
 // Pair is a residual of one (src, dst) pair that stands out of its noise:
-// its flows take Factor times what the rank links explain for the mean
-// pair (above 1: slower), with standard error SE on log(Factor).
+// its flows take Factor times what the rank links explain for the median
+// pair (above 1: slower), with standard error SE on its own mean.
 type Pair struct {
 	Src, Dst int32
 	Factor   float64

@@ -22,9 +22,9 @@ import (
 
 // pairEst is what the model knows of one pair that carried flows.
 type pairEst struct {
-	mean  float64 // mean log residual over the epochs (of per-epoch means)
-	se    float64 // standard error of mean
-	n     int // epochs
+	mean float64 // mean log residual over the epochs (of per-epoch means)
+	se   float64 // standard error of mean
+	n    int     // epochs
 	// slow: above the median pair beyond slowSE's bar (the judge's rule)
 	slow   bool
 	slowSE float64
@@ -33,11 +33,11 @@ type pairEst struct {
 // pairModel is the fitted pair model; on says whether any pair stands out
 // of its noise (without one it predicts nothing: every pair the same).
 type pairModel struct {
-	on       bool
-	slow     bool // some pair is slow: the judge uses the factors
-	mu       float64
-	median   float64
-	seen     map[[2]int32]*pairEst
+	on     bool
+	slow   bool // some pair is slow: the judge uses the factors
+	mu     float64
+	median float64
+	seen   map[[2]int32]*pairEst
 }
 
 // pairMin and pairZ are the bar a pair's deviation from the mean pair must
@@ -172,7 +172,7 @@ func (m *Model) fitPairs(noise float64) {
 		}
 		if d := math.Abs(e.mean - pm.mu); (d >= pairMin && d >= pairZ*e.se && e.n >= 2*m.recent) || e.slow {
 			pm.on = true
-			m.fit.Pairs = append(m.fit.Pairs, Pair{Src: k[0], Dst: k[1], Factor: math.Exp(e.mean - pm.mu), SE: e.se, N: e.n})
+			m.fit.Pairs = append(m.fit.Pairs, Pair{Src: k[0], Dst: k[1], Factor: math.Exp(e.mean - pm.median), SE: e.se, N: e.n})
 		}
 	}
 }

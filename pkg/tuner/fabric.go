@@ -24,7 +24,7 @@ import (
 // link model's margin.
 //
 // It stays out of what the model does see: not where a rank's link holds
-// a significant count (the model's own search owns that), and not where
+// a count (below), and not where
 // the model predicts more than the collective took (FCTs inflated where
 // they were measured, a busy host: on the slow-host files such pairs stand
 // out too, and trials there were pure cost).
@@ -32,6 +32,21 @@ func (t *Tuner) fabricTrial(d *Decision, epoch int, pr *links.Predictor) *Decisi
 	if len(pr.Pairs()) == 0 || t.eval != nil || t.next != nil {
 		return d
 	}
+	// Only a pair that stands out for the first time says something new: a
+	// slowness bound to places in the pattern (a busy CPU that forwards a
+	// step) marks the same pairs whichever trial ran before.
+	fresh := false
+	for _, p := range pr.Pairs() {
+		fresh = fresh || !t.fabricPairs[[2]int32{p.Src, p.Dst}]
+	}
+	if !fresh {
+		return d
+	}
+	// A rank link with a count is the model's own search's. (Fractional
+	// counts are also how the model reads an uneven fabric: 0.1-0.4 on
+	// fig7a, where this keeps the trials out; letting counts below one
+	// through made three reverted tries on a slowness bound to a step,
+	// TestReactRevertsASlownessThatMovesWithThePattern.)
 	net := pr.Net()
 	for r := range net.Up {
 		if net.Up[r] > 0 || net.Down[r] > 0 {
@@ -71,6 +86,9 @@ func (t *Tuner) fabricTrial(d *Decision, epoch int, pr *links.Predictor) *Decisi
 	}
 	d.Explored, d.Trials = true, trials
 	d.Note = fmt.Sprintf("%s; fabric: the pair history's trial (predicted speed-up %.3f)", d.Note, predicted)
+	for _, p := range pr.Pairs() {
+		t.fabricPairs[[2]int32{p.Src, p.Dst}] = true
+	}
 	t.eval = &evaluation{prev: t.cur, before: slices.Clone(t.elapsed), predicted: predicted, steps: steps, fabric: true}
 	t.emit(d, g, epoch)
 	return d
