@@ -183,7 +183,7 @@ func writeDecisionText(w io.Writer, d *tuner.Decision) error {
 		}
 	}
 	if m := d.Model; m != nil {
-		fmt.Fprintf(w, "  link model: line rate %.4g B/s, latency %s, noise %.3f, rms %.3f; competing flows%s; slow pairs %d\n",
+		fmt.Fprintf(w, "  link model: line rate %.4g B/s, latency %s, noise %.3f, rms %.3f; competing flows%s; pairs standing out %d\n",
 			m.Net.C, micros(m.Net.Alpha), m.Noise, m.RMS, counts(m), len(m.Pairs))
 		if d.Evaluated > 0 {
 			fmt.Fprintf(w, "  candidates judged: %d, predicted now %s\n", d.Evaluated, micros(d.Predicted))
