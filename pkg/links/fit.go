@@ -42,6 +42,10 @@ func (m *Model) Refit() (Fit, error) {
 	}
 	m.evals = 0
 	if m.fitted && m.explains() {
+		// The links stand; the pairs' means still sharpen with every
+		// epoch (under ECMP noise a pair needs a few batches to stand out).
+		m.fitPairs(m.buildGroups())
+		m.fit.Replays = m.evals
 		return m.fit, nil
 	}
 	m.forgetOnChange()

@@ -78,6 +78,10 @@ type Fit struct {
 	// hide a miss of the links as slow pairs.
 	RMS   float64
 	Pairs []Pair // the pairs that stand out of their noise (pairs.go)
+	// PairsCompared counts the pairs seen in two patterns for a batch or
+	// more each; PairsContradicted those whose residuals differ between
+	// them: slowed by their place in the pattern, not by their path.
+	PairsCompared, PairsContradicted int
 	// Epochs and Patterns count the data behind the fit.
 	Epochs, Patterns int
 	Replays          int // replays the fit cost

@@ -23,33 +23,42 @@ import (
 // the model's own do, so the trials stay few; its misses do not raise the
 // link model's margin.
 //
-// It stays out of what the model does see: not where a rank's link holds
-// a count (below), and not where
-// the model predicts more than the collective took (FCTs inflated where
-// they were measured, a busy host: on the slow-host files such pairs stand
-// out too, and trials there were pure cost).
+// It stays out of what the model does see (a rank link with a count),
+// out of pairs that are not pairs (slowed by their place in the pattern),
+// and out of FCTs the collective time does not confirm (the model
+// predicts more than the collective took: a busy host; on the slow-host
+// files such pairs stand out too, and trials there were pure cost).
 func (t *Tuner) fabricTrial(d *Decision, epoch int, pr *links.Predictor) *Decision {
 	if len(pr.Pairs()) == 0 || t.eval != nil || t.next != nil {
 		return d
 	}
-	// Only a pair that stands out for the first time says something new: a
-	// slowness bound to places in the pattern (a busy CPU that forwards a
-	// step) marks the same pairs whichever trial ran before.
-	fresh := false
-	for _, p := range pr.Pairs() {
-		fresh = fresh || !t.fabricPairs[[2]int32{p.Src, p.Dst}]
+	// A pair is a pair in any pattern: where a quarter or more of the
+	// pairs seen in two patterns differ between them, the slowness is
+	// bound to places in the pattern (a busy CPU that forwards a step),
+	// and swapping ranks does not leave it behind. That stays known after
+	// the model has forgotten the other pattern's epochs.
+	if fit := d.Model; 4*fit.PairsContradicted > fit.PairsCompared {
+		t.placeBound = true
 	}
-	if !fresh {
+	if t.placeBound {
 		return d
 	}
-	// A rank link with a count is the model's own search's. (Fractional
-	// counts are also how the model reads an uneven fabric: 0.1-0.4 on
-	// fig7a, where this keeps the trials out; letting counts below one
-	// through made three reverted tries on a slowness bound to a step,
-	// TestReactRevertsASlownessThatMovesWithThePattern.)
+	// A rank link with a count is the model's own search's. Where pairs
+	// stand out faster than the median pair (ranks of one switch, which
+	// never cross the congested fabric), fractional counts are the fabric
+	// read as rank links (0.1-0.4 on fig7a, against 1.8 for an external
+	// flow on fig5's host links): only a competing flow or more is.
+	fast := false
+	for _, p := range pr.Pairs() {
+		fast = fast || p.Factor < 1
+	}
+	bar := 0.0
+	if fast {
+		bar = 1
+	}
 	net := pr.Net()
 	for r := range net.Up {
-		if net.Up[r] > 0 || net.Down[r] > 0 {
+		if net.Up[r] > bar || net.Down[r] > bar {
 			return d
 		}
 	}
@@ -86,9 +95,6 @@ func (t *Tuner) fabricTrial(d *Decision, epoch int, pr *links.Predictor) *Decisi
 	}
 	d.Explored, d.Trials = true, trials
 	d.Note = fmt.Sprintf("%s; fabric: the pair history's trial (predicted speed-up %.3f)", d.Note, predicted)
-	for _, p := range pr.Pairs() {
-		t.fabricPairs[[2]int32{p.Src, p.Dst}] = true
-	}
 	t.eval = &evaluation{prev: t.cur, before: slices.Clone(t.elapsed), predicted: predicted, steps: steps, fabric: true}
 	t.emit(d, g, epoch)
 	return d

@@ -113,8 +113,8 @@ type Tuner struct {
 	margin  float64
 	reverts int
 	backoff int
-	// the pairs that stood out at fabric trials (fabricTrial)
-	fabricPairs map[[2]int32]bool
+	// placeBound: pairs measured in two patterns disagreed (fabricTrial)
+	placeBound bool
 
 	noGain   int // exploring batches in a row without a kept improvement
 	idle     int // epochs since the last exploration, while stopped
@@ -137,7 +137,7 @@ func New(cfg Config, initial *ten.Pattern, messageBytes float64) (*Tuner, error)
 	t := &Tuner{
 		cfg: cfg, bytes: messageBytes, rng: rand.New(rand.NewPCG(cfg.Seed, 0x7e4c7)),
 		cur: initial.Clone(), deg: ten.NewDegrees(initial), hist: model.NewHistory(cfg.H),
-		last: -1, resolved: map[int32]bool{}, rejected: map[string]bool{}, fabricPairs: map[[2]int32]bool{},
+		last: -1, resolved: map[int32]bool{}, rejected: map[string]bool{},
 	}
 	if cfg.Model == ModelReact {
 		m, err := links.NewModel(initial.Ranks, cfg.H, cfg.B, cfg.Stepped)
