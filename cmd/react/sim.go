@@ -22,6 +22,7 @@ func runSim(e *env, args []string) int {
 	fs := newFlagSet("react sim")
 	path := fs.String("scenario", "", "scenario file (see examples/scenarios)")
 	seed := fs.Uint64("seed", 0, "first seed (default: the scenario's)")
+	seeds := fs.Int("seeds", 0, "seeds a cell (default: the scenario's)")
 	outDir := fs.String("out", "", "output folder for results.json and the plots (default out/NAME)")
 	format := fs.String("format", "text", "stdout: text (a table) or json (results.json)")
 	workers := fs.Int("workers", runtime.GOMAXPROCS(0), "cases run at once")
@@ -53,6 +54,9 @@ func runSim(e *env, args []string) int {
 	if *workers < 1 {
 		return fail("--workers %d, want >= 1", *workers)
 	}
+	if *seeds < 0 {
+		return fail("--seeds %d, want >= 1 (or 0: the scenario's)", *seeds)
+	}
 	seedSet := false
 	fs.Visit(func(f *flag.Flag) {
 		if f.Name == "seed" {
@@ -76,6 +80,9 @@ func runSim(e *env, args []string) int {
 	}
 	if seedSet {
 		sc = sc.WithSeed(*seed)
+	}
+	if *seeds > 0 {
+		sc = sc.WithSeeds(*seeds)
 	}
 	if *outDir == "" {
 		*outDir = filepath.Join("out", sc.Name)

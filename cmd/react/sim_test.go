@@ -20,6 +20,7 @@ func TestSimUsage(t *testing.T) {
 		{"missing scenario", []string{"sim"}, 2, "missing --scenario"},
 		{"bad format", []string{"sim", "--scenario", "testdata/sim-small.json", "--format", "xml"}, 2, `unknown --format "xml"`},
 		{"bad workers", []string{"sim", "--scenario", "testdata/sim-small.json", "--workers", "0"}, 2, "--workers 0"},
+		{"bad seeds", []string{"sim", "--scenario", "testdata/sim-small.json", "--seeds", "-1"}, 2, "--seeds -1"},
 		{"no such file", []string{"sim", "--scenario", "testdata/nope.json"}, 2, "no such file"},
 		{"bad scenario", []string{"sim", "--scenario", "testdata/sim-bad.json"}, 2, `testdata/sim-bad.json: scenario "sim-bad": jobs[0] (tree4): 40 ranks on a topology of 16 hosts`},
 		{"stray argument", []string{"sim", "--scenario", "testdata/sim-small.json", "x"}, 2, `unexpected argument "x"`},
@@ -142,6 +143,24 @@ func TestSimTableNoOracle(t *testing.T) {
 	for _, want := range []string{"paper6 %", "paper6 p95 %", "changes (max)"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("table lacks %q:\n%s", want, stdout)
+		}
+	}
+}
+
+// --seeds runs the file's cells with another number of seeds.
+func TestSimSeeds(t *testing.T) {
+	out := t.TempDir()
+	code, _, stderr := runArgs([]string{"sim", "--scenario", "testdata/sim-small.json", "--out", out, "--seeds", "1", "--quiet", "--no-plots"}, "")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	r, _ := readResult(t, filepath.Join(out, "results.json"))
+	if len(r.Cells) != 2 {
+		t.Fatalf("%d cells, want the file's 2", len(r.Cells))
+	}
+	for _, c := range r.Cells {
+		if len(c.Runs) != 1 {
+			t.Errorf("cell %v: %d runs, want 1 (the file has 2 seeds)", c.Params, len(c.Runs))
 		}
 	}
 }
