@@ -59,6 +59,19 @@ func (s *Scenario) WithSeed(seed uint64) *Scenario {
 	return &c
 }
 
+// WithSeeds returns the scenario with n seeds a cell: a quicker run of a
+// file whose own count takes long.
+func (s *Scenario) WithSeeds(n int) *Scenario {
+	c := *s
+	sw := SweepSpec{}
+	if s.Sweep != nil {
+		sw = *s.Sweep
+	}
+	sw.Seeds = n
+	c.Sweep = &sw
+	return &c
+}
+
 // Network is the scenario's network (without a case's ECMP seed).
 func (s *Scenario) Network() *topo.Topology { return s.net }
 

@@ -292,6 +292,42 @@ func benchDecision(b *testing.B, model string, n int) {
 	})
 }
 
+// BenchmarkSteadyBatch times one batch of a tuner whose history is full
+// (H epochs) on a quiet network with 1% noise: the cost of every batch of
+// a job with nothing to fix (the fit stands; the pairs are measured
+// again).
+func BenchmarkSteadyBatch(b *testing.B) {
+	for _, n := range []int{8, 64, 1024} {
+		p := pattern.TreeAllReduce(n)
+		b.Run(fmt.Sprintf("tree-%d", n), func(b *testing.B) {
+			cfg := tuner.DefaultConfig()
+			var rp links.Replayer
+			base := make([]float64, len(p.Flows))
+			mk := rp.Replay(p, critpath.New(p), msg, quietNet(n), nil, base)
+			noise := fixture.Noise(0.01, 1)
+			fct := make([]float64, len(base))
+			tu, _ := tuner.New(cfg, p, msg)
+			e := 0
+			feed := func(epochs int) {
+				for range epochs {
+					for i, v := range base {
+						fct[i] = v * noise(i, p.Flows[i])
+					}
+					tu.Pattern(e)
+					if _, err := tu.Observe(e, fct, mk); err != nil {
+						b.Fatal(err)
+					}
+					e++
+				}
+			}
+			feed(cfg.H)
+			for b.Loop() {
+				feed(cfg.B)
+			}
+		})
+	}
+}
+
 // TestRevertTriesNewTransforms: after a revert REACT "tries new transforms"
 // on the older pattern (§5.4.2). When every change is slower, each
 // exploration from the initial pattern must start from a swap that no
