@@ -19,11 +19,11 @@ import (
 // model does not know (a ToR's uplinks), which a per-pair factor cannot
 // foresee; the paper's loop, which tries swaps judged by the pair history
 // and keeps what the next batch confirms, finds it. Its trial is judged
-// like any change (judgeChange), and a revert backs the search off as
-// the model's own do, so the trials stay few; its misses do not raise the
-// link model's margin, and back it off twice as long (as long as the
-// model's own: fig7a 2-5 points more gain, half a change a run more, and
-// 8-10 changes in 150 epochs on TestFabricTrialsAreJudgedAndFew's tree).
+// like any change (judgeChange); a revert does not raise the link model's
+// margin and backs the search off twice as long as a revert of the
+// model's own, so the trials stay few (backing off as long gained fig7a
+// 2-5 points for half a change a run more, and made 8-10 changes in 150
+// epochs on TestFabricTrialsAreJudgedAndFew's tree).
 //
 // It stays out of what the model does see (a rank link with a count),
 // out of pairs that are not pairs (slowed by their place in the pattern),
