@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"slices"
 
+	"github.com/react-torch/react-torch/internal/splitmix"
 	"github.com/react-torch/react-torch/pkg/ten"
 )
 
@@ -71,7 +72,7 @@ func (s *Sim) startEpoch(j *jobState) {
 	for g := range j.port {
 		fl := &p.Flows[g%n]
 		conn := uint64(fl.Chunk)<<40 ^ uint64(fl.Src)<<20 ^ uint64(fl.Dst) ^ uint64(g/n)<<56
-		j.port[g] = mix(j.salt + mix(conn) + uint64(j.rng.IntN(j.Ports))*0x9e3779b97f4a7c15)
+		j.port[g] = splitmix.Mix(j.salt + splitmix.Mix(conn) + uint64(j.rng.IntN(j.Ports))*0x9e3779b97f4a7c15)
 	}
 	if j.Before > 0 {
 		s.push(event{t: s.now + j.Before, kind: evLaunch, job: int32(j.id)})

@@ -60,6 +60,7 @@ import (
 	"math"
 	"math/rand/v2"
 
+	"github.com/react-torch/react-torch/internal/splitmix"
 	"github.com/react-torch/react-torch/pkg/ten"
 	"github.com/react-torch/react-torch/pkg/topo"
 )
@@ -430,7 +431,7 @@ func (s *Sim) reset(jobs []Job, epochs int, d Driver) {
 		s.jobs = append(s.jobs, &jobState{
 			Job: j, id: i,
 			rng:  rand.New(rand.NewPCG(s.seed, uint64(i)+1)),
-			salt: mix(s.seed ^ mix(uint64(i)+0x5bd1e995)),
+			salt: splitmix.Mix(s.seed ^ splitmix.Mix(uint64(i)+0x5bd1e995)),
 		})
 	}
 	s.running = len(jobs)
@@ -579,13 +580,4 @@ func grow[T any](b []T, n int) []T {
 		return make([]T, n, 2*n)
 	}
 	return b[:n]
-}
-
-func mix(x uint64) uint64 {
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	x ^= x >> 31
-	return x
 }

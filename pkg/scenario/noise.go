@@ -5,6 +5,7 @@ import (
 	"math"
 	"math/rand/v2"
 
+	"github.com/react-torch/react-torch/internal/splitmix"
 	"github.com/react-torch/react-torch/pkg/ten"
 )
 
@@ -76,7 +77,7 @@ func newNoise(spec NoiseSpec, seed uint64, jobs int) *noise {
 	if !spec.on() {
 		return nil
 	}
-	n := &noise{spec: spec, key: caseRand(seed, streamNoise).Uint64() ^ mix(spec.Seed), period: make([]int, jobs), rank: make([][]float64, jobs)}
+	n := &noise{spec: spec, key: caseRand(seed, streamNoise).Uint64() ^ splitmix.Next(spec.Seed), period: make([]int, jobs), rank: make([][]float64, jobs)}
 	for j := range n.period {
 		n.period[j] = -1
 	}
@@ -85,9 +86,9 @@ func newNoise(spec NoiseSpec, seed uint64, jobs int) *noise {
 
 // stream is the random source of one (tag, job, index).
 func (n *noise) stream(tag, job, index int) *rand.Rand {
-	h := mix(n.key ^ mix(uint64(tag)))
-	h = mix(h ^ mix(uint64(job)+0x632be59bd9b4e019))
-	return rand.New(rand.NewPCG(h, mix(h^uint64(index))))
+	h := splitmix.Next(n.key ^ splitmix.Next(uint64(tag)))
+	h = splitmix.Next(h ^ splitmix.Next(uint64(job)+0x632be59bd9b4e019))
+	return rand.New(rand.NewPCG(h, splitmix.Next(h^uint64(index))))
 }
 
 // apply multiplies job's FCTs of epoch (flows of p) by their noise, in
@@ -122,15 +123,4 @@ func (n *noise) slowdowns(job, epoch, ranks int) []float64 {
 	}
 	n.period[job], n.rank[job] = k, f
 	return f
-}
-
-// mix is SplitMix64's finaliser: it spreads nearby seeds apart.
-func mix(x uint64) uint64 {
-	x += 0x9e3779b97f4a7c15
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	x ^= x >> 31
-	return x
 }

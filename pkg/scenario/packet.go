@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/react-torch/react-torch/internal/splitmix"
 	"github.com/react-torch/react-torch/pkg/ten"
 	"github.com/react-torch/react-torch/pkg/topo"
 )
@@ -371,7 +372,7 @@ func (in *instance) packetInput(name string, pats []*ten.Pattern, tune, external
 							continue
 						}
 						conn := uint64(c)<<40 ^ uint64(a)<<20 ^ uint64(b)
-						h := mix(salt + mix(conn) + uint64(port)*0x9e3779b97f4a7c15)
+						h := splitmix.Next(salt + splitmix.Next(conn) + uint64(port)*0x9e3779b97f4a7c15)
 						j.Routes = append(j.Routes, pathID(in.hosts[i][a], in.hosts[i][b], h))
 					}
 				}

@@ -9,6 +9,8 @@ package topo
 import (
 	"fmt"
 	"math"
+
+	"github.com/react-torch/react-torch/internal/splitmix"
 )
 
 // LinkID indexes Topology.Links.
@@ -220,7 +222,7 @@ func (t *Topology) AppendPath(buf []LinkID, src, dst, port int) []LinkID {
 	}
 	nodes := len(t.names)
 	d := t.dist[dst*nodes : (dst+1)*nodes]
-	key := mix(uint64(uint32(src))<<32|uint64(uint32(dst))) ^ mix(uint64(port)+golden)
+	key := splitmix.Mix(uint64(uint32(src))<<32|uint64(uint32(dst))) ^ splitmix.Mix(uint64(port)+golden)
 	for u := src; u != dst; {
 		want := d[u] - 1
 		n := uint64(0)
@@ -229,7 +231,7 @@ func (t *Topology) AppendPath(buf []LinkID, src, dst, port int) []LinkID {
 				n++
 			}
 		}
-		pick := mix(key^t.nodeSeed(u)) % n
+		pick := splitmix.Mix(key^t.nodeSeed(u)) % n
 		for _, id := range t.Out(u) {
 			if v := t.links[id].To; d[v] == want && (v >= t.hosts || v == dst) {
 				if pick == 0 {
@@ -246,14 +248,4 @@ func (t *Topology) AppendPath(buf []LinkID, src, dst, port int) []LinkID {
 
 const golden = 0x9e3779b97f4a7c15
 
-func (t *Topology) nodeSeed(u int) uint64 { return mix(t.seed + uint64(u+1)*golden) }
-
-// mix is the splitmix64 finalizer.
-func mix(x uint64) uint64 {
-	x ^= x >> 30
-	x *= 0xbf58476d1ce4e5b9
-	x ^= x >> 27
-	x *= 0x94d049bb133111eb
-	x ^= x >> 31
-	return x
-}
+func (t *Topology) nodeSeed(u int) uint64 { return splitmix.Mix(t.seed + uint64(u+1)*golden) }
