@@ -20,24 +20,18 @@ import (
 // The pairs that stand out of their noise, fast or slow, say that the
 // fabric is uneven; only the slow ones enter the judge (factor says why).
 
-// pairEst is what the model knows of one pair that carried flows.
-type pairEst struct {
-	mean float64 // mean log residual over the epochs (of per-epoch means)
-	se   float64 // standard error of mean
-	n    int     // epochs
-	// slow: above the median pair beyond slowSE's bar (the judge's rule)
-	slow   bool
-	slowSE float64
+// slowPair is a pair the judge avoids: its log excess over the median
+// pair and the standard error of that excess.
+type slowPair struct {
+	excess, se float64
 }
 
-// pairModel is the fitted pair model; on says whether any pair stands out
-// of its noise (without one it predicts nothing: every pair the same).
+// pairModel is the fitted pair model: whether any pair stands out of its
+// noise (the model then sees the fabric uneven), and the slow pairs the
+// judge uses.
 type pairModel struct {
-	on     bool
-	slow   bool // some pair is slow: the judge uses the factors
-	mu     float64
-	median float64
-	seen   map[[2]int32]*pairEst
+	on   bool
+	slow map[[2]int32]slowPair
 }
 
 // pairMin and pairZ are the bar a pair's deviation from the mean pair must
@@ -76,11 +70,11 @@ const pairPriorDOF = 6
 // fabric is uneven (fabricTrial in pkg/tuner), and the judge keeps its
 // slow-pair rule.
 func (pm *pairModel) factor(src, dst int32, z float64) float64 {
-	e, ok := pm.seen[[2]int32{src, dst}]
-	if !ok || !e.slow {
+	sp, ok := pm.slow[[2]int32{src, dst}]
+	if !ok {
 		return 0
 	}
-	return max(0, min(e.mean-pm.median, math.Log(8))-z*e.slowSE)
+	return max(0, min(sp.excess, math.Log(8))-z*sp.se)
 }
 
 // acc sums a pair's per-epoch mean residuals.
@@ -102,11 +96,9 @@ func (a *acc) mean() float64 { return a.sum / float64(a.n) }
 // se is the standard error of the mean: the spread of the epochs' means,
 // pooled with what the measured noise gives a mean of the pair's flows in
 // one epoch, worth pairPriorDOF epochs (a few epochs' spread is itself
-// uncertain).
-//
-// It is never below what the pooled noise alone gives: a few epochs can
-// spread less than the noise by chance, and noise alone then made a pair
-// stand out (halving-doubling on 6 ranks under noise of 0.2).
+// uncertain), and never below what the pooled noise alone gives: a few
+// epochs can spread less than the noise by chance, and noise alone then
+// made a pair stand out (halving-doubling on 6 ranks under noise of 0.2).
 func (a *acc) se(noise float64) float64 {
 	v0 := max(noise*noise, 1e-4) * float64(a.n) / float64(a.flows)
 	mu := a.mean()
@@ -118,121 +110,121 @@ func (a *acc) se(noise float64) float64 {
 // fitPairs measures every pair's residual against the rank links of the
 // fit (m.fit.Net), epoch by epoch, and fits the pair model to them.
 func (m *Model) fitPairs(noise float64) {
+	m.fit.PairsCompared, m.fit.PairsContradicted = 0, 0
+	m.fit.Pairs = nil // a fresh slice: predictors of earlier fits keep theirs
+	m.pm = &pairModel{}
+	// every pair a dense index, every flow of every group its pair's
 	type gk struct {
 		p     *ten.Pattern
 		bytes float64
 	}
-	m.fit.PairsCompared, m.fit.PairsContradicted = 0, 0
-	byGroup := map[gk]*group{}
-	for _, g := range m.groups {
+	groupOf := map[gk]int{}
+	idx := map[[2]int32]int32{}
+	var keys [][2]int32
+	pairOf := make([][]int32, len(m.groups))
+	for gi, g := range m.groups {
 		m.rp.Replay(g.p, g.dag, g.bytes, &m.fit.Net, nil, g.pred)
-		byGroup[gk{g.p, g.bytes}] = g
+		groupOf[gk{g.p, g.bytes}] = gi
+		po := make([]int32, len(g.p.Flows))
+		for f := range g.p.Flows {
+			k := [2]int32{g.p.Flows[f].Src, g.p.Flows[f].Dst}
+			i, ok := idx[k]
+			if !ok {
+				i = int32(len(keys))
+				idx[k] = i
+				keys = append(keys, k)
+			}
+			po[f] = i
+		}
+		pairOf[gi] = po
 	}
-	byPair := map[[2]int32]*acc{}
-	type pg struct {
-		pair [2]int32
-		g    *group
+	np := len(keys)
+	if np == 0 {
+		return
 	}
-	byPG := map[pg]*acc{}
-	type ep struct {
-		sum float64
-		n   int
-	}
-	epoch := map[[2]int32]*ep{}
+	all := make([]acc, np)
+	per := make([]acc, np*len(m.groups)) // pair i in group g at g*np+i
+	sum := make([]float64, np)
+	cnt := make([]int, np)
+	var touched []int32
 	for i := range m.obs {
 		o := &m.obs[i]
-		g := byGroup[gk{o.p, o.bytes}]
-		clear(epoch)
+		gi := groupOf[gk{o.p, o.bytes}]
+		g, po := m.groups[gi], pairOf[gi]
 		for f, v := range o.fct {
-			fl := &o.p.Flows[f]
-			k := [2]int32{fl.Src, fl.Dst}
-			e := epoch[k]
-			if e == nil {
-				e = &ep{}
-				epoch[k] = e
+			k := po[f]
+			if cnt[k] == 0 {
+				touched = append(touched, k)
 			}
-			e.sum += math.Log(v) - math.Log(g.pred[f])
-			e.n++
+			sum[k] += math.Log(v) - math.Log(g.pred[f])
+			cnt[k]++
 		}
-		for k, e := range epoch {
-			x := e.sum / float64(e.n)
-			a, b := byPair[k], byPG[pg{k, g}]
-			if a == nil {
-				a = &acc{}
-				byPair[k] = a
-			}
-			if b == nil {
-				b = &acc{}
-				byPG[pg{k, g}] = b
-			}
-			a.add(x, e.n)
-			b.add(x, e.n)
+		for _, k := range touched {
+			x := sum[k] / float64(cnt[k])
+			all[k].add(x, cnt[k])
+			per[gi*np+int(k)].add(x, cnt[k])
+			sum[k], cnt[k] = 0, 0
 		}
-	}
-	pm := &pairModel{seen: make(map[[2]int32]*pairEst, len(byPair))}
-	for k, a := range byPair {
-		pm.seen[k] = &pairEst{n: a.n, mean: a.mean(), se: a.se(noise)}
+		touched = touched[:0]
 	}
 	// A pair is a pair whatever pattern it runs in: one whose residual
 	// differs between two patterns (each over a batch of epochs or more)
 	// is slowed by its place in the pattern, not by its path.
-	best := map[[2]int32][2]*acc{}
-	for k, b := range byPG {
-		if b.n < m.recent {
-			continue
+	for k := range np {
+		var a, b *acc // the two groups with the most epochs of the pair
+		for gi := range m.groups {
+			c := &per[gi*np+k]
+			switch {
+			case c.n < m.recent:
+			case a == nil || c.n > a.n:
+				a, b = c, a
+			case b == nil || c.n > b.n:
+				b = c
+			}
 		}
-		two := best[k.pair]
-		switch {
-		case two[0] == nil || b.n > two[0].n:
-			two[0], two[1] = b, two[0]
-		case two[1] == nil || b.n > two[1].n:
-			two[1] = b
-		}
-		best[k.pair] = two
-	}
-	for _, two := range best {
-		if two[1] == nil {
+		if b == nil {
 			continue
 		}
 		m.fit.PairsCompared++
-		d := two[0].mean() - two[1].mean()
-		se := math.Hypot(two[0].se(noise), two[1].se(noise))
-		if math.Abs(d) >= contradiction && math.Abs(d) >= pairZ*se {
+		d := math.Abs(a.mean() - b.mean())
+		if d >= contradiction && d >= pairZ*math.Hypot(a.se(noise), b.se(noise)) {
 			m.fit.PairsContradicted++
 		}
 	}
-	m.pm = pm
-	if len(pm.seen) == 0 {
-		return
+	means := make([]float64, np)
+	mu := 0.0
+	for k := range all {
+		means[k] = all[k].mean()
+		mu += means[k]
 	}
-	keys := make([][2]int32, 0, len(pm.seen))
-	for k := range pm.seen {
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, func(a, b [2]int32) int { return cmp.Or(cmp.Compare(a[0], b[0]), cmp.Compare(a[1], b[1])) })
-	for _, k := range keys {
-		pm.mu += pm.seen[k].mean
-	}
-	pm.mu /= float64(len(keys))
+	mu /= float64(np)
+	sorted := slices.Clone(means)
+	slices.Sort(sorted)
+	median := sorted[np/2]
 	// The judge's slow pairs: above the median pair by a tenth and five
 	// standard errors of the pooled noise over the pair's flows.
-	means := make([]float64, len(keys))
-	for i, k := range keys {
-		means[i] = pm.seen[k].mean
-	}
-	slices.Sort(means)
-	pm.median = means[len(means)/2]
 	sd := max(noise, 0.01)
-	m.fit.Pairs = nil // a fresh slice: predictors of earlier fits keep theirs
-	for _, k := range keys {
-		e, a := pm.seen[k], byPair[k]
-		e.slowSE = sd / math.Sqrt(float64(a.flows))
-		if d := e.mean - pm.median; d >= pairMin && d >= slowZ*e.slowSE {
-			e.slow, pm.slow = true, true
+	order := make([]int, np)
+	for k := range order {
+		order[k] = k
+	}
+	slices.SortFunc(order, func(a, b int) int {
+		return cmp.Or(cmp.Compare(keys[a][0], keys[b][0]), cmp.Compare(keys[a][1], keys[b][1]))
+	})
+	for _, k := range order {
+		a := &all[k]
+		slow := false
+		if d, se := means[k]-median, sd/math.Sqrt(float64(a.flows)); d >= pairMin && d >= slowZ*se {
+			if m.pm.slow == nil {
+				m.pm.slow = map[[2]int32]slowPair{}
+			}
+			m.pm.slow[keys[k]] = slowPair{excess: d, se: se}
+			slow = true
 		}
-		if d := math.Abs(e.mean - pm.mu); (d >= pairMin && d >= pairZ*e.se && e.n >= 2*m.recent) || e.slow {
-			pm.on = true
-			m.fit.Pairs = append(m.fit.Pairs, Pair{Src: k[0], Dst: k[1], Factor: math.Exp(e.mean - pm.median), SE: e.se, N: e.n})
+		se := a.se(noise)
+		if d := math.Abs(means[k] - mu); (d >= pairMin && d >= pairZ*se && a.n >= 2*m.recent) || slow {
+			m.pm.on = true
+			m.fit.Pairs = append(m.fit.Pairs, Pair{Src: keys[k][0], Dst: keys[k][1], Factor: math.Exp(means[k] - median), SE: se, N: a.n})
 		}
 	}
 }
@@ -240,7 +232,7 @@ func (m *Model) fitPairs(noise float64) {
 // scales fills scale with every flow's pair factor under pm (z as in
 // factor) and returns it; nil without a slow pair.
 func (pm *pairModel) scales(p *ten.Pattern, z float64, scale []float64) []float64 {
-	if pm == nil || !pm.slow {
+	if pm == nil || len(pm.slow) == 0 {
 		return nil
 	}
 	scale = grow(scale, len(p.Flows))
