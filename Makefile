@@ -3,12 +3,13 @@ GO      ?= go
 BUILD   := build
 REACT   := $(BUILD)/react
 
-.PHONY: help demo test test-go vet bench build deps sysdeps clean
+.PHONY: help demo test test-go vet bench build deps sysdeps clean scenarios
 
 help:
 	@echo "make demo   run the main job on its embedded default (the namespace testbed, or the simulator)"
 	@echo "make test   install what the tests need, then run every test"
 	@echo "make bench  run the Go benchmarks"
+	@echo "make scenarios  every scenario file, REACT beside paper-REACT and the oracle, one table (SEEDS=3)"
 	@echo "make build  build the react command into $(BUILD)/"
 	@echo "make ns3    build the ns-3 packet-level harness, $(BUILD)/react-ns3 (installs libns3-dev as root)"
 
@@ -153,6 +154,12 @@ test-ns3: build
 	@if $(MAKE) --no-print-directory ns3-deps; then \
 	  $(MAKE) --no-print-directory ns3 && REACT_NS3=$(CURDIR)/$(NS3_BIN) $(GO) test -count=1 -run 'NS3' -v ./cmd/react; \
 	else echo "SKIP test-ns3: libns3-dev is missing and cannot be installed here (reason above)"; fi
+
+# Every scenario file with paper-REACT beside REACT and the oracle, at
+# most SEEDS seeds a cell: the table every tuner change is judged on.
+SEEDS ?= 3
+scenarios: build
+	$(PYTHON) scripts/scenarios.py --seeds $(SEEDS) --react $(REACT)
 
 bench: deps
 	$(GO) test -run '^$$' -bench . -benchmem ./pkg/...

@@ -34,7 +34,7 @@ def share(x):
 
 
 def cell_name(cell):
-    return ",".join(f"{p['param']}={p['value']}" for p in cell["params"]) or "-"
+    return ",".join(f"{p['param']}={p['value']}" for p in cell.get("params") or []) or "-"
 
 
 def rows(res):
@@ -73,6 +73,7 @@ def main():
     ap.add_argument("--seeds", type=int, default=3, help="at most this many seeds a cell (default 3)")
     ap.add_argument("--react", default=os.path.join(ROOT, "build", "react"), help="the react command")
     ap.add_argument("--out", default=None, help="folder for each file's results.json (default: a temporary one)")
+    ap.add_argument("--reuse", action="store_true", help="read a file's results.json from --out where one is there instead of running it")
     args = ap.parse_args()
     files = args.files or sorted(glob.glob(os.path.join(ROOT, "examples", "scenarios", "*.json")))
     files = [f if os.path.exists(f) else os.path.join(ROOT, "examples", "scenarios", f) for f in files]
@@ -84,13 +85,20 @@ def main():
         own = (spec.get("sweep") or {}).get("seeds", 1)
         seeds = min(own, args.seeds)
         t0 = time.time()
-        cmd = [args.react, "sim", "--scenario", f, "--seeds", str(seeds), "--quiet", "--no-plots",
-               "--format", "json", "--out", os.path.join(out, name)]
-        run = subprocess.run(cmd, capture_output=True, text=True)
-        if run.returncode != 0:
-            print(f"{name}: react sim failed ({run.returncode}): {run.stderr.strip()}", file=sys.stderr)
-            return 1
-        res = json.loads(run.stdout)
+        done = os.path.join(out, name, "results.json")
+        took_file = os.path.join(out, name, "seconds")
+        if args.reuse and os.path.exists(done):
+            res = json.load(open(done))
+            t0 -= float(open(took_file).read()) if os.path.exists(took_file) else 0
+        else:
+            cmd = [args.react, "sim", "--scenario", f, "--seeds", str(seeds), "--quiet", "--no-plots",
+                   "--format", "json", "--out", os.path.join(out, name)]
+            run = subprocess.run(cmd, capture_output=True, text=True)
+            if run.returncode != 0:
+                print(f"{name}: react sim failed ({run.returncode}): {run.stderr.strip()}", file=sys.stderr)
+                return 1
+            res = json.loads(run.stdout)
+            open(took_file, "w").write(f"{time.time() - t0:.1f}\n")
         took = time.time() - t0
         rs = list(rows(res))
         for r in rs:
