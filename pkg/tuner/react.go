@@ -146,7 +146,12 @@ func (t *Tuner) decideReact(epoch int) *Decision {
 				// a longer wait (its trials are blind)
 				t.backoff *= 2
 			} else {
-				t.margin = max(2*t.margin, ev.predicted-(1+gain))
+				// The model's miss is at most the gain it promised: a
+				// collective that got slower still (congestion that began
+				// while the change ran: onset.json, a 3% change reverted
+				// as the flows arrived, 35% slower) is the network's doing,
+				// and a margin of that size held back every later change.
+				t.margin = max(2*t.margin, min(ev.predicted-(1+gain), ev.predicted-1))
 			}
 			t.emit(d, ev.prev, epoch)
 			t.eval = nil
