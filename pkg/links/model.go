@@ -11,11 +11,12 @@
 // with a real-valued count of competing flows (Net). A count is what
 // concurrency reveals: a congested uplink slows a rank's two concurrent
 // sends less than twice as much as its single one, a slow link does not.
-// What the rank links cannot explain is kept per (src, dst) pair as a
-// residual factor: path (fabric) congestion, and with ECMP its variability
-// across epochs. Every count has an uncertainty from the curvature of the
-// fit, and only counts and residuals that stand out of the measured noise
-// are used to predict (Significant), so that noise predicts no gain.
+// What the rank links cannot explain is measured per (src, dst) pair, its
+// mean over the kept epochs through the ECMP noise (pairs.go): pairs that
+// stand out, fast or slow, show the fabric uneven, and the slow ones are
+// avoided by the judge. Every count has an uncertainty from the curvature
+// of the fit, and only counts and pairs that stand out of the measured
+// noise are used (Significant), so that noise predicts no gain.
 //
 // The model knows no topology and runs no simulator; it is fitted by
 // coordinate descent against replays of the patterns it observed. One model
