@@ -114,49 +114,58 @@ const calibrationTolerance = 0.15
 // simulator the miss is about 0.
 const misfitShare = 0.5
 
+// judgePending judges the change under evaluation with this batch and
+// reports whether the decision goes on to a search: not while the change
+// needs another batch, nor after a revert (the previous pattern is then
+// emitted); after a keep it does.
+func (t *Tuner) judgePending(d *Decision, epoch int) bool {
+	ev := t.eval
+	ev.after = append(ev.after, t.elapsed...)
+	v, gain := judgeChange(ev.before, ev.after, t.cfg.Confidence, t.cfg.MinGain, ev.ext)
+	d.Previous = mean(ev.before)
+	d.ObservedGain = 1 + gain
+	switch v {
+	case extend:
+		ev.ext++
+		d.Note = fmt.Sprintf("change under evaluation: observed speed-up %.3f not yet significant", 1+gain)
+		return false
+	case revert:
+		d.Reverted = true
+		t.rejected[fingerprint(t.cur)] = true
+		for _, fp := range ev.steps {
+			t.rejected[fp] = true
+		}
+		t.reverts++
+		t.backoff = 1 << min(t.reverts-1, 4)
+		if ev.fabric {
+			// the pair history's miss, not the link model's: no margin,
+			// a longer wait (its trials are blind)
+			t.backoff *= 2
+		} else {
+			// The model's miss is at most the gain it promised: a
+			// collective that got slower still (congestion that began
+			// while the change ran: onset.json, a 3% change reverted as
+			// the flows arrived, 35% slower) is the network's doing, and
+			// a margin of that size held back every later change.
+			t.margin = max(2*t.margin, min(ev.predicted-(1+gain), ev.predicted-1))
+		}
+		t.emit(d, ev.prev, epoch)
+		t.eval = nil
+		return false
+	}
+	d.Kept = true
+	t.reverts, t.backoff = 0, 0
+	if 1+gain >= 1+(ev.predicted-1)/2 {
+		t.margin /= 2
+	}
+	t.eval, t.quiet = nil, nil
+	return true
+}
+
 func (t *Tuner) decideReact(epoch int) *Decision {
 	d := &Decision{Batch: t.batchNo, Epoch: epoch, Version: t.version, Observed: mean(t.elapsed)}
-	if ev := t.eval; ev != nil {
-		ev.after = append(ev.after, t.elapsed...)
-		v, gain := judgeChange(ev.before, ev.after, t.cfg.Confidence, t.cfg.MinGain, ev.ext)
-		d.Previous = mean(ev.before)
-		d.ObservedGain = 1 + gain
-		switch v {
-		case extend:
-			ev.ext++
-			d.Note = fmt.Sprintf("change under evaluation: observed speed-up %.3f not yet significant", 1+gain)
-			return d
-		case keep:
-			d.Kept = true
-			t.reverts, t.backoff = 0, 0
-			if 1+gain >= 1+(ev.predicted-1)/2 {
-				t.margin /= 2
-			}
-			t.eval, t.quiet = nil, nil
-		case revert:
-			d.Reverted = true
-			t.rejected[fingerprint(t.cur)] = true
-			for _, fp := range ev.steps {
-				t.rejected[fp] = true
-			}
-			t.reverts++
-			t.backoff = 1 << min(t.reverts-1, 4)
-			if ev.fabric {
-				// the pair history's miss, not the link model's: no margin,
-				// a longer wait (its trials are blind)
-				t.backoff *= 2
-			} else {
-				// The model's miss is at most the gain it promised: a
-				// collective that got slower still (congestion that began
-				// while the change ran: onset.json, a 3% change reverted
-				// as the flows arrived, 35% slower) is the network's doing,
-				// and a margin of that size held back every later change.
-				t.margin = max(2*t.margin, min(ev.predicted-(1+gain), ev.predicted-1))
-			}
-			t.emit(d, ev.prev, epoch)
-			t.eval = nil
-			return d
-		}
+	if t.eval != nil && !t.judgePending(d, epoch) {
+		return d
 	}
 	fit, err := t.links.Refit()
 	if err != nil { // observations were validated on the way in
