@@ -207,55 +207,63 @@ func (s *Scenario) RunCase(c Case, opt Options) (*Run, error) {
 		prog.step(1)
 	}
 	for i := range sc.Jobs {
-		j := &sc.Jobs[i]
-		p := in.patterns[i]
-		jr := JobRun{Name: j.Name, Op: p.Op.String(), Algo: p.Algo, Ranks: p.Ranks, Bytes: j.Bytes, Tuned: j.react(),
-			Baseline: base[i], React: react.series[i]}
-		jr.Improvement = gain(jr.Baseline.AlgBW, jr.React.AlgBW)
-		jr.ImprovementP95 = gain(jr.Baseline.AlgBWP95, jr.React.AlgBWP95)
-		jr.Changes, jr.Kept, jr.Reverted, jr.Decisions = react.changes[i], react.kept[i], react.reverted[i], react.decisions[i]
-		var best *Series // the better oracle's run
-		if orc != nil {
-			o := orc.series[i]
-			jr.Oracle, best = &o, &o
-			g, g95 := gain(jr.Baseline.AlgBW, o.AlgBW), gain(jr.Baseline.AlgBWP95, o.AlgBWP95)
-			jr.OracleImprovement, jr.OracleImprovementP95 = &g, &g95
-			jr.OracleSwaps = orc.swaps[i]
-			jr.OracleEvaluated, jr.OracleDepth, jr.OracleExhaustive = orc.evaluated[i], orc.depth[i], orc.exhaustive[i]
-			jr.BestOracle = OracleDepth
-		}
-		if clm != nil {
-			o := clm.series[i]
-			jr.Climb = &o
-			g, g95 := gain(jr.Baseline.AlgBW, o.AlgBW), gain(jr.Baseline.AlgBWP95, o.AlgBWP95)
-			jr.ClimbImprovement, jr.ClimbImprovementP95 = &g, &g95
-			jr.ClimbSwaps, jr.ClimbEvaluated, jr.ClimbDone = clm.swaps[i], clm.evaluated[i], clm.exhaustive[i]
-			if in.objective(o) > in.objective(*best) {
-				best, jr.BestOracle = &o, OracleClimb
-			}
-		}
-		if best != nil {
-			g, g95 := gain(jr.Baseline.AlgBW, best.AlgBW), gain(jr.Baseline.AlgBWP95, best.AlgBWP95)
-			jr.BestOracleImprovement, jr.BestOracleImprovementP95 = &g, &g95
-			jr.Share = share(jr.Baseline.AlgBW, jr.React.AlgBW, best.AlgBW)
-		}
-		for k, cr := range compare {
-			c := CompareRun{Name: sc.Compare[k].Name, React: cr.series[i],
-				Changes: cr.changes[i], Kept: cr.kept[i], Reverted: cr.reverted[i], Decisions: cr.decisions[i]}
-			c.Improvement = gain(jr.Baseline.AlgBW, c.React.AlgBW)
-			c.ImprovementP95 = gain(jr.Baseline.AlgBWP95, c.React.AlgBWP95)
-			if best != nil {
-				c.Share = share(jr.Baseline.AlgBW, c.React.AlgBW, best.AlgBW)
-			}
-			jr.Compare = append(jr.Compare, c)
-		}
-		for k := range sc.Variants {
-			jr.Variants = append(jr.Variants, NamedSeries{sc.Variants[k].Name, variants[k][i]})
-		}
-		run.Jobs = append(run.Jobs, jr)
+		run.Jobs = append(run.Jobs, in.jobRun(i, base[i], react, compare, orc, clm, variants))
 	}
 	prog.finish()
 	return run, nil
+}
+
+// jobRun gathers job i's figures of one case: its baseline, REACT's run,
+// the compared tuners', the oracles' and the variants', and the gains and
+// shares between them.
+func (in *instance) jobRun(i int, baseline Series, react *reactResult, compare []*reactResult, orc, clm *oracleResult, variants [][]Series) JobRun {
+	sc := in.sc
+	j := &sc.Jobs[i]
+	p := in.patterns[i]
+	jr := JobRun{Name: j.Name, Op: p.Op.String(), Algo: p.Algo, Ranks: p.Ranks, Bytes: j.Bytes, Tuned: j.react(),
+		Baseline: baseline, React: react.series[i]}
+	jr.Improvement = gain(jr.Baseline.AlgBW, jr.React.AlgBW)
+	jr.ImprovementP95 = gain(jr.Baseline.AlgBWP95, jr.React.AlgBWP95)
+	jr.Changes, jr.Kept, jr.Reverted, jr.Decisions = react.changes[i], react.kept[i], react.reverted[i], react.decisions[i]
+	var best *Series // the better oracle's run
+	if orc != nil {
+		o := orc.series[i]
+		jr.Oracle, best = &o, &o
+		g, g95 := gain(jr.Baseline.AlgBW, o.AlgBW), gain(jr.Baseline.AlgBWP95, o.AlgBWP95)
+		jr.OracleImprovement, jr.OracleImprovementP95 = &g, &g95
+		jr.OracleSwaps = orc.swaps[i]
+		jr.OracleEvaluated, jr.OracleDepth, jr.OracleExhaustive = orc.evaluated[i], orc.depth[i], orc.exhaustive[i]
+		jr.BestOracle = OracleDepth
+	}
+	if clm != nil {
+		o := clm.series[i]
+		jr.Climb = &o
+		g, g95 := gain(jr.Baseline.AlgBW, o.AlgBW), gain(jr.Baseline.AlgBWP95, o.AlgBWP95)
+		jr.ClimbImprovement, jr.ClimbImprovementP95 = &g, &g95
+		jr.ClimbSwaps, jr.ClimbEvaluated, jr.ClimbDone = clm.swaps[i], clm.evaluated[i], clm.exhaustive[i]
+		if in.objective(o) > in.objective(*best) {
+			best, jr.BestOracle = &o, OracleClimb
+		}
+	}
+	if best != nil {
+		g, g95 := gain(jr.Baseline.AlgBW, best.AlgBW), gain(jr.Baseline.AlgBWP95, best.AlgBWP95)
+		jr.BestOracleImprovement, jr.BestOracleImprovementP95 = &g, &g95
+		jr.Share = share(jr.Baseline.AlgBW, jr.React.AlgBW, best.AlgBW)
+	}
+	for k, cr := range compare {
+		c := CompareRun{Name: sc.Compare[k].Name, React: cr.series[i],
+			Changes: cr.changes[i], Kept: cr.kept[i], Reverted: cr.reverted[i], Decisions: cr.decisions[i]}
+		c.Improvement = gain(jr.Baseline.AlgBW, c.React.AlgBW)
+		c.ImprovementP95 = gain(jr.Baseline.AlgBWP95, c.React.AlgBWP95)
+		if best != nil {
+			c.Share = share(jr.Baseline.AlgBW, c.React.AlgBW, best.AlgBW)
+		}
+		jr.Compare = append(jr.Compare, c)
+	}
+	for k := range sc.Variants {
+		jr.Variants = append(jr.Variants, NamedSeries{sc.Variants[k].Name, variants[k][i]})
+	}
+	return jr
 }
 
 // gain is b over a in percent.
