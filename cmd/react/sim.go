@@ -31,7 +31,7 @@ func runSim(e *env, args []string) int {
 	engine := fs.String("engine", "fluid", "fluid (the max-min model) or ns3 (packet level, the harness of make ns3)")
 	harness := fs.String("ns3", "", "the ns-3 harness (default $REACT_NS3, else react-ns3 beside this binary)")
 	packetScale := fs.Bool("packet-scale", false, "fluid engine: scale the scenario by its packet block, as --engine ns3 does, to compare the engines")
-	const synopsis = "--scenario FILE [--seed S] [--out DIR] [--format text|json] [--workers N] [--quiet] [--no-plots] [--engine fluid|ns3] [--ns3 PATH] [--packet-scale]"
+	const synopsis = "--scenario FILE [--seed S] [--seeds N] [--out DIR] [--format text|json] [--workers N] [--quiet] [--no-plots] [--engine fluid|ns3] [--ns3 PATH] [--packet-scale]"
 	if code, done := parseFlags(e, fs, args, synopsis); done {
 		return code
 	}
@@ -63,26 +63,13 @@ func runSim(e *env, args []string) int {
 			seedSet = true
 		}
 	})
-	data, err := os.ReadFile(*path)
+	var seedAt *uint64
+	if seedSet {
+		seedAt = seed
+	}
+	sc, read, err := loadScenario(*path, seedAt, *seeds)
 	if err != nil {
 		return fail("%v", err)
-	}
-	dir := filepath.Dir(*path)
-	read := func(name string) ([]byte, error) {
-		if !filepath.IsAbs(name) {
-			name = filepath.Join(dir, name)
-		}
-		return os.ReadFile(name)
-	}
-	sc, err := scenario.Decode(data, read)
-	if err != nil {
-		return fail("%s: %v", *path, err)
-	}
-	if seedSet {
-		sc = sc.WithSeed(*seed)
-	}
-	if *seeds > 0 {
-		sc = sc.WithSeeds(*seeds)
 	}
 	if *outDir == "" {
 		*outDir = filepath.Join("out", sc.Name)
@@ -108,27 +95,10 @@ func runSim(e *env, args []string) int {
 		return exitFail
 	}
 	elapsed := time.Since(start)
-	if err := os.MkdirAll(*outDir, 0o755); err != nil {
-		fmt.Fprintf(e.stderr, "react sim: %v\n", err)
-		return exitFail
-	}
-	js, err := json.MarshalIndent(res, "", " ")
+	js, resultsPath, plots, err := writeResults(res, *outDir, !*noPlots)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "react sim: %v\n", err)
 		return exitFail
-	}
-	js = append(js, '\n')
-	resultsPath := filepath.Join(*outDir, "results.json")
-	if err := os.WriteFile(resultsPath, js, 0o644); err != nil {
-		fmt.Fprintf(e.stderr, "react sim: %v\n", err)
-		return exitFail
-	}
-	var plots []string
-	if !*noPlots {
-		if plots, err = writePlots(res, *outDir); err != nil {
-			fmt.Fprintf(e.stderr, "react sim: plots: %v\n", err)
-			return exitFail
-		}
 	}
 	out := bufio.NewWriter(e.stdout)
 	if *format == "json" {
@@ -150,6 +120,58 @@ func runSim(e *env, args []string) int {
 		return exitFail
 	}
 	return exitOK
+}
+
+// loadScenario reads and decodes a scenario file, with another first
+// seed (nil: the file's) and another number of seeds a cell (0: the
+// file's); read resolves the files it names beside it.
+func loadScenario(path string, seed *uint64, seeds int) (*scenario.Scenario, func(string) ([]byte, error), error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, nil, err
+	}
+	dir := filepath.Dir(path)
+	read := func(name string) ([]byte, error) {
+		if !filepath.IsAbs(name) {
+			name = filepath.Join(dir, name)
+		}
+		return os.ReadFile(name)
+	}
+	sc, err := scenario.Decode(data, read)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s: %v", path, err)
+	}
+	if seed != nil {
+		sc = sc.WithSeed(*seed)
+	}
+	if seeds > 0 {
+		sc = sc.WithSeeds(seeds)
+	}
+	return sc, read, nil
+}
+
+// writeResults writes results.json (and the plots, when asked) into dir
+// and returns the JSON, its path and the plots' paths.
+func writeResults(res *scenario.Result, dir string, plot bool) ([]byte, string, []string, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, "", nil, err
+	}
+	js, err := json.MarshalIndent(res, "", " ")
+	if err != nil {
+		return nil, "", nil, err
+	}
+	js = append(js, '\n')
+	path := filepath.Join(dir, "results.json")
+	if err := os.WriteFile(path, js, 0o644); err != nil {
+		return nil, "", nil, err
+	}
+	var plots []string
+	if plot {
+		if plots, err = writePlots(res, dir); err != nil {
+			return nil, "", nil, fmt.Errorf("plots: %v", err)
+		}
+	}
+	return js, path, plots, nil
 }
 
 // simulate runs every case on workers goroutines. Each case is
