@@ -35,7 +35,7 @@ func (s *state) pruner() *transform.Pruner {
 	return s.prune
 }
 
-func (t *Tuner) evaluate(p *ten.Pattern, deg *ten.Degrees, paths [][]int32) *state {
+func (t *paperLoop) evaluate(p *ten.Pattern, deg *ten.Degrees, paths [][]int32) *state {
 	s := &state{p: p, deg: deg, dag: critpath.New(p), est: make([]float64, len(p.Flows))}
 	t.hist.Estimate(p, deg, t.bytes, s.est)
 	for _, path := range paths {
@@ -54,7 +54,7 @@ func (t *Tuner) evaluate(p *ten.Pattern, deg *ten.Degrees, paths [][]int32) *sta
 // transforms" on the older pattern (§5.4.2). It returns the resulting
 // pattern (nil when nothing was accepted), every trial and the
 // fingerprints of the patterns after each accepted swap.
-func (t *Tuner) explore(rep *detect.Report) (*ten.Pattern, []Trial, []string) {
+func (t *paperLoop) explore(rep *detect.Report) (*ten.Pattern, []Trial, []string) {
 	cur := t.cur
 	dag := critpath.New(cur)
 	// The batch's critical paths: one per epoch and one on the mean FCTs.
@@ -187,7 +187,7 @@ type candidate struct {
 // swaps that lower x's degree first, and within each half ③ before ② before
 // ①; ties are shuffled with the tuner's seeded source. Ranks in exclude are
 // never the replacement.
-func (t *Tuner) candidates(g *state, positions *transform.Positions, x transform.Vertex, dir transform.Dir, exclude map[int32]bool) []candidate {
+func (t *paperLoop) candidates(g *state, positions *transform.Positions, x transform.Vertex, dir transform.Dir, exclude map[int32]bool) []candidate {
 	var buckets [6][]candidate
 	pruner := g.pruner()
 	add := func(s transform.Swap, y int32) {

@@ -30,7 +30,7 @@ import (
 // and out of FCTs the collective time does not confirm (the model
 // predicts more than the collective took: a busy host; on the slow-host
 // files such pairs stand out too, and trials there were pure cost).
-func (t *Tuner) fabricTrial(d *Decision, epoch int, pr *links.Predictor) *Decision {
+func (t *reactLoop) fabricTrial(d *Decision, epoch int, pr *links.Predictor) *Decision {
 	if len(pr.Pairs()) == 0 || t.eval != nil || t.next != nil {
 		return d
 	}

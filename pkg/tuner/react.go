@@ -39,6 +39,37 @@ import (
 //     the batch's own spread can explain at the Confidence level, the margin
 //     earned by earlier misses, and survives the fit's uncertainty.
 
+// reactLoop is Model "react": the link model judges whole patterns and
+// drives the search; where it sees the fabric uneven and predicts nothing,
+// the paper's exploration tries (fabricTrial), hence the paperLoop inside,
+// whose pair history it keeps up to date.
+type reactLoop struct {
+	*paperLoop
+	links   *links.Model
+	eval    *evaluation // the change under evaluation
+	quiet   *snapshot   // what the model said when a search last found nothing
+	margin  float64
+	reverts int
+	backoff int
+	// placeBound: pairs measured in two patterns disagreed (fabricTrial)
+	placeBound bool
+}
+
+func (t *reactLoop) observe(epoch int, fct []float64) error {
+	if err := t.links.Observe(0, epoch, t.cur, t.bytes, fct); err != nil {
+		return fmt.Errorf("tuner: %w", err)
+	}
+	return t.paperLoop.observe(epoch, fct)
+}
+
+// waiting: epochs of the old pattern while the switch is pending also
+// tell what the old pattern takes.
+func (t *reactLoop) waiting(elapsed float64) {
+	if t.eval != nil && t.cur == t.eval.prev {
+		t.eval.before = append(t.eval.before, elapsed)
+	}
+}
+
 // evaluation is a change under test.
 type evaluation struct {
 	prev      *ten.Pattern
@@ -118,7 +149,7 @@ const misfitShare = 0.5
 // reports whether the decision goes on to a search: not while the change
 // needs another batch, nor after a revert (the previous pattern is then
 // emitted); after a keep it does.
-func (t *Tuner) judgePending(d *Decision, epoch int) bool {
+func (t *reactLoop) judgePending(d *Decision, epoch int) bool {
 	ev := t.eval
 	ev.after = append(ev.after, t.elapsed...)
 	v, gain := judgeChange(ev.before, ev.after, t.cfg.Confidence, t.cfg.MinGain, ev.ext)
@@ -162,7 +193,7 @@ func (t *Tuner) judgePending(d *Decision, epoch int) bool {
 	return true
 }
 
-func (t *Tuner) decideReact(epoch int) *Decision {
+func (t *reactLoop) decide(epoch int) *Decision {
 	d := &Decision{Batch: t.batchNo, Epoch: epoch, Version: t.version, Observed: mean(t.elapsed)}
 	if t.eval != nil && !t.judgePending(d, epoch) {
 		return d

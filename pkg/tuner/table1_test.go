@@ -34,10 +34,11 @@ func helpingKinds(t *testing.T, p *ten.Pattern, slow fixture.Factor) map[transfo
 	const bytes = 20e6
 	cfg := DefaultConfig()
 	cfg.Model = ModelPaper
-	tu, err := New(cfg, p, bytes)
+	tuner, err := New(cfg, p, bytes)
 	if err != nil {
 		t.Fatal(err)
 	}
+	tu := tuner.loop.(*paperLoop)
 	deg := ten.NewDegrees(p)
 	for e := 0; e < tu.cfg.B; e++ {
 		fct := synthFCT(p, slow, bytes, e)

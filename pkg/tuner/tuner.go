@@ -92,33 +92,12 @@ type Tuner struct {
 	deg     *ten.Degrees
 	next    *pending
 
-	hist    *model.History
 	batch   [][]float64
 	elapsed []float64
 	batchNo int
 	last    int // last epoch observed, -1 before any
 
-	// the change under evaluation: the pattern before it and that
-	// pattern's observed time
-	prev     *ten.Pattern
-	prevTime float64
-	steps    []string       // fingerprints of the change's patterns, one per accepted swap
-	resolved map[int32]bool // steady ranks moved off the critical path by a kept change
-
-	// Model "react": the link model, the change under evaluation, what the
-	// model said when a search last found nothing, and the back-off state.
-	links   *links.Model
-	eval    *evaluation
-	quiet   *snapshot
-	margin  float64
-	reverts int
-	backoff int
-	// placeBound: pairs measured in two patterns disagreed (fabricTrial)
-	placeBound bool
-
-	noGain   int // exploring batches in a row without a kept improvement
-	idle     int // epochs since the last exploration, while stopped
-	ktBonus  int
+	loop     loop            // the feedback loop of cfg.Model
 	rejected map[string]bool // patterns of reverted changes, not to be tried again
 }
 
@@ -136,15 +115,16 @@ func New(cfg Config, initial *ten.Pattern, messageBytes float64) (*Tuner, error)
 	}
 	t := &Tuner{
 		cfg: cfg, bytes: messageBytes, rng: rand.New(rand.NewPCG(cfg.Seed, 0x7e4c7)),
-		cur: initial.Clone(), deg: ten.NewDegrees(initial), hist: model.NewHistory(cfg.H),
-		last: -1, resolved: map[int32]bool{}, rejected: map[string]bool{},
+		cur: initial.Clone(), deg: ten.NewDegrees(initial), last: -1, rejected: map[string]bool{},
 	}
+	paper := &paperLoop{Tuner: t, hist: model.NewHistory(cfg.H), resolved: map[int32]bool{}}
+	t.loop = paper
 	if cfg.Model == ModelReact {
 		m, err := links.NewModel(initial.Ranks, cfg.H, cfg.B, cfg.Stepped)
 		if err != nil {
 			return nil, fmt.Errorf("tuner: %w", err)
 		}
-		t.links = m
+		t.loop = &reactLoop{paperLoop: paper, links: m}
 	}
 	return t, nil
 }
@@ -179,14 +159,7 @@ func (t *Tuner) Observe(epoch int, fct []float64, elapsed float64) (*Decision, e
 			return nil, fmt.Errorf("tuner: epoch %d flow %d: FCT %v, want a positive finite time", epoch, i, v)
 		}
 	}
-	if t.links != nil {
-		if err := t.links.Observe(0, epoch, t.cur, t.bytes, fct); err != nil {
-			return nil, fmt.Errorf("tuner: %w", err)
-		}
-	}
-	// the paper's pair history: its loop's judge, and the link model's
-	// fallback in the fabric (fabricTrial)
-	if err := t.hist.Observe(epoch, t.cur, t.deg, fct, t.bytes); err != nil {
+	if err := t.loop.observe(epoch, fct); err != nil {
 		return nil, err
 	}
 	t.last = epoch
@@ -194,11 +167,7 @@ func (t *Tuner) Observe(epoch int, fct []float64, elapsed float64) (*Decision, e
 		elapsed, _ = critpath.New(t.cur).Critical(fct)
 	}
 	if t.next != nil {
-		// still on the old pattern, waiting for the switch: these epochs
-		// also tell what the old pattern takes
-		if t.eval != nil && t.cur == t.eval.prev {
-			t.eval.before = append(t.eval.before, elapsed)
-		}
+		t.loop.waiting(elapsed)
 		return nil, nil
 	}
 	t.batch = append(t.batch, slices.Clone(fct))
@@ -206,12 +175,7 @@ func (t *Tuner) Observe(epoch int, fct []float64, elapsed float64) (*Decision, e
 	if len(t.batch) < t.cfg.B {
 		return nil, nil
 	}
-	var d *Decision
-	if t.links != nil {
-		d = t.decideReact(epoch)
-	} else {
-		d = t.decide(epoch)
-	}
+	d := t.loop.decide(epoch)
 	t.batch, t.elapsed = t.batch[:0], t.elapsed[:0]
 	t.batchNo++
 	return d, nil
@@ -223,66 +187,6 @@ func mean(xs []float64) float64 {
 		s += x
 	}
 	return s / float64(len(xs))
-}
-
-func (t *Tuner) decide(epoch int) *Decision {
-	d := &Decision{Batch: t.batchNo, Epoch: epoch, Version: t.version, Observed: mean(t.elapsed)}
-	if t.prev != nil {
-		d.Previous = t.prevTime
-		if t.prevTime >= (1+t.cfg.TauR)*d.Observed {
-			d.Kept = true
-			t.noGain, t.ktBonus = 0, 0
-		} else {
-			d.Reverted = true
-			t.rejected[fingerprint(t.cur)] = true
-			for _, fp := range t.steps {
-				t.rejected[fp] = true
-			}
-			t.resolved = map[int32]bool{}
-			t.noGain++
-			t.emit(d, t.prev, epoch)
-			t.prev = nil
-			return d
-		}
-		t.prev = nil
-	}
-	if t.noGain >= t.cfg.EMax {
-		t.idle += t.cfg.B
-		if t.idle < t.cfg.EMax*t.cfg.B {
-			d.Note = "exploration stopped after EMax batches without gain"
-			return d
-		}
-		t.noGain, t.idle, t.ktBonus = 0, 0, 0
-	}
-	rep, err := detect.Detect(t.cur, t.deg, t.batch, t.bytes, detect.Config{Delta1: t.cfg.Delta1, Delta2: t.cfg.Delta2})
-	if err != nil { // inputs were validated in Observe; a failure here is a bug
-		panic(err)
-	}
-	for i, c := range rep.Class {
-		if c != detect.None {
-			d.Congested = append(d.Congested, FlowClass{i, c})
-		}
-	}
-	if !rep.Congested() {
-		d.Note = "no congestion detected"
-		return d
-	}
-	d.Explored = true
-	g, trials, steps := t.explore(rep)
-	d.Trials = trials
-	if g == nil || slices.Equal(g.Flows, t.cur.Flows) || t.rejected[fingerprint(g)] {
-		t.noGain++
-		t.ktBonus += t.cfg.KtGrowth
-		return d
-	}
-	if err := semantics.Check(g); err != nil { // only a hash collision in the position evaluator gets here
-		d.Note = fmt.Sprintf("explored pattern refused by the semantics check: %v", err)
-		t.rejected[fingerprint(g)] = true
-		return d
-	}
-	t.prev, t.prevTime, t.steps = t.cur, d.Observed, steps
-	t.emit(d, g, epoch)
-	return d
 }
 
 func (t *Tuner) emit(d *Decision, p *ten.Pattern, epoch int) {
