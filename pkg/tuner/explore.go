@@ -56,36 +56,8 @@ func (t *paperLoop) evaluate(p *ten.Pattern, deg *ten.Degrees, paths [][]int32) 
 // fingerprints of the patterns after each accepted swap.
 func (t *paperLoop) explore(rep *detect.Report) (*ten.Pattern, []Trial, []string) {
 	cur := t.cur
-	dag := critpath.New(cur)
-	// The batch's critical paths: one per epoch and one on the mean FCTs.
-	var paths [][]int32
-	meanFCT := make([]float64, len(cur.Flows))
-	for _, fct := range t.batch {
-		for i, v := range fct {
-			meanFCT[i] += v / float64(len(t.batch))
-		}
-	}
-	for _, w := range append(slices.Clone(t.batch), meanFCT) {
-		_, path := dag.Critical(w)
-		if !slices.ContainsFunc(paths, func(q []int32) bool { return slices.Equal(q, path) }) {
-			paths = append(paths, path)
-		}
-	}
-	scores := make([]rankScore, cur.Ranks)
-	for i, c := range rep.Class {
-		if c == detect.None {
-			continue
-		}
-		f := &cur.Flows[i]
-		for _, r := range [...]int32{f.Src, f.Dst} {
-			scores[r].congested++
-			if c == detect.Steady {
-				scores[r].steady++
-			}
-		}
-		scores[f.Src].dir |= transform.Out
-		scores[f.Dst].dir |= transform.In
-	}
+	paths := t.batchPaths()
+	scores := rankScores(cur, rep)
 	exclude := map[int32]bool{}
 	for r := range scores {
 		if rep.SteadyIn[r] || rep.SteadyOut[r] || t.resolved[int32(r)] {
@@ -96,28 +68,7 @@ func (t *paperLoop) explore(rep *detect.Report) (*ten.Pattern, []Trial, []string
 	for _, v := range rep.Vertices {
 		congestedVertex[transform.Vertex{Chunk: v.Chunk, Step: v.Step, Rank: v.Rank}] = true
 	}
-	onPaths := func(p *ten.Pattern, ps [][]int32, keep func(transform.Vertex) bool) []transform.Vertex {
-		seen := map[transform.Vertex]bool{}
-		var xs []transform.Vertex
-		for _, path := range ps {
-			for _, i := range path {
-				f := &p.Flows[i]
-				for _, v := range [...]transform.Vertex{{Chunk: f.Chunk, Step: f.Step - 1, Rank: f.Src}, {Chunk: f.Chunk, Step: f.Step, Rank: f.Dst}} {
-					if !seen[v] && keep(v) {
-						seen[v] = true
-						xs = append(xs, v)
-					}
-				}
-			}
-		}
-		slices.SortStableFunc(xs, func(a, b transform.Vertex) int {
-			sa, sb := scores[a.Rank], scores[b.Rank]
-			return cmp.Or(cmp.Compare(sb.steady, sa.steady), cmp.Compare(sb.congested, sa.congested),
-				cmp.Compare(a.Chunk, b.Chunk), cmp.Compare(a.Step, b.Step), cmp.Compare(a.Rank, b.Rank))
-		})
-		return xs
-	}
-	X := onPaths(cur, paths, func(v transform.Vertex) bool { return congestedVertex[v] })
+	X := onPaths(cur, paths, scores, func(v transform.Vertex) bool { return congestedVertex[v] })
 
 	g := t.evaluate(cur, t.deg, paths)
 	var positions *transform.Positions
@@ -166,7 +117,7 @@ func (t *paperLoop) explore(rep *detect.Report) (*ten.Pattern, []Trial, []string
 			}
 			// X <- critical path of the new pattern under the model, at congested ranks.
 			_, path := g.dag.Critical(g.est)
-			X = onPaths(g.p, [][]int32{path}, func(v transform.Vertex) bool {
+			X = onPaths(g.p, [][]int32{path}, scores, func(v transform.Vertex) bool {
 				return scores[v.Rank].congested > 0 && !exclude[v.Rank]
 			})
 			break
@@ -176,6 +127,71 @@ func (t *paperLoop) explore(rep *detect.Report) (*ten.Pattern, []Trial, []string
 		return nil, trials, nil
 	}
 	return g.p, trials, steps
+}
+
+// batchPaths is the batch's critical paths: one per epoch and one on the
+// mean FCTs, each once.
+func (t *paperLoop) batchPaths() [][]int32 {
+	dag := critpath.New(t.cur)
+	var paths [][]int32
+	meanFCT := make([]float64, len(t.cur.Flows))
+	for _, fct := range t.batch {
+		for i, v := range fct {
+			meanFCT[i] += v / float64(len(t.batch))
+		}
+	}
+	for _, w := range append(slices.Clone(t.batch), meanFCT) {
+		_, path := dag.Critical(w)
+		if !slices.ContainsFunc(paths, func(q []int32) bool { return slices.Equal(q, path) }) {
+			paths = append(paths, path)
+		}
+	}
+	return paths
+}
+
+// rankScores sums, per rank, what detection said about its flows.
+func rankScores(p *ten.Pattern, rep *detect.Report) []rankScore {
+	scores := make([]rankScore, p.Ranks)
+	for i, c := range rep.Class {
+		if c == detect.None {
+			continue
+		}
+		f := &p.Flows[i]
+		for _, r := range [...]int32{f.Src, f.Dst} {
+			scores[r].congested++
+			if c == detect.Steady {
+				scores[r].steady++
+			}
+		}
+		scores[f.Src].dir |= transform.Out
+		scores[f.Dst].dir |= transform.In
+	}
+	return scores
+}
+
+// onPaths lists the vertices of p's paths that keep accepts, each once,
+// the most congested ranks' first (steady, then any congestion), then in
+// (chunk, step, rank) order.
+func onPaths(p *ten.Pattern, ps [][]int32, scores []rankScore, keep func(transform.Vertex) bool) []transform.Vertex {
+	seen := map[transform.Vertex]bool{}
+	var xs []transform.Vertex
+	for _, path := range ps {
+		for _, i := range path {
+			f := &p.Flows[i]
+			for _, v := range [...]transform.Vertex{{Chunk: f.Chunk, Step: f.Step - 1, Rank: f.Src}, {Chunk: f.Chunk, Step: f.Step, Rank: f.Dst}} {
+				if !seen[v] && keep(v) {
+					seen[v] = true
+					xs = append(xs, v)
+				}
+			}
+		}
+	}
+	slices.SortStableFunc(xs, func(a, b transform.Vertex) int {
+		sa, sb := scores[a.Rank], scores[b.Rank]
+		return cmp.Or(cmp.Compare(sb.steady, sa.steady), cmp.Compare(sb.congested, sa.congested),
+			cmp.Compare(a.Chunk, b.Chunk), cmp.Compare(a.Step, b.Step), cmp.Compare(a.Rank, b.Rank))
+	})
+	return xs
 }
 
 type candidate struct {
