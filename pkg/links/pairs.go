@@ -34,17 +34,16 @@ type pairModel struct {
 	slow map[[2]int32]slowPair
 }
 
-// pairMin and pairZ are the bar a pair's deviation from the mean pair must
-// clear for the pair model to be used: a tenth in log terms (10%) and pairZ
-// standard errors of its own mean (with 56 pairs of 8 ranks, noise alone
-// passes 4 in about one fit of 300).
-// A pair must also have been seen in two batches' epochs (2 recent):
-// one batch's spread says little of the next. slowZ is the judge's bar for
-// a slow pair (factor).
+// A pair stands out when its mean lies pairMin (log terms: 10%) and pairZ
+// standard errors from the mean pair, over at least two batches' epochs
+// (one batch's spread says little of the next); by the normal tail, noise
+// alone passes 4 standard errors for one of 56 pairs (8 ranks) in about
+// 280 fits. The judge's slow pairs lie pairMin and slowZ standard errors
+// of the pooled noise above the median pair (factor).
 const (
-	slowZ   = 5
 	pairMin = 0.1
 	pairZ   = 4
+	slowZ   = 5
 )
 
 // contradiction is how far, in log terms, a pair's residuals in two
@@ -61,7 +60,7 @@ const pairPriorDOF = 6
 // Cautious); every other pair, a fast one and one never seen included,
 // is judged at the line rate.
 //
-// Measured, a judge that believed every pair's shrunk estimate read a
+// Measured, a judge that believed every pair's estimate read a
 // fit's misses as slow pairs (the fixtures' degree law, no noise: a pair
 // 20% slow with a standard error under 1%) and proposed leaving them,
 // changes that gained nothing (pkg/tuner's react.txt, 8 and 16 ranks); a
