@@ -105,7 +105,7 @@ func (m *Model) explains() bool {
 	if len(rec) < m.recent {
 		return false
 	}
-	pred := make([]float64, len(newest.fct))
+	pred := make([]float64, len(newest.logFCT))
 	m.evals++
 	m.scale = m.pm.scales(newest.p, 0, m.scale)
 	m.rp.Replay(newest.p, m.dag(newest.p), newest.bytes, &m.fit.Net, m.scale, pred)
@@ -114,7 +114,7 @@ func (m *Model) explains() bool {
 	for f := range pred {
 		mu := 0.0
 		for _, o := range rec {
-			mu += math.Log(o.fct[f])
+			mu += o.logFCT[f]
 		}
 		z := (mu/float64(len(rec)) - math.Log(pred[f])) / sd
 		if math.Abs(z) > 6 {

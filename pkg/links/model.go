@@ -39,7 +39,7 @@ type obs struct {
 	key, epoch, seq int
 	p               *ten.Pattern
 	bytes           float64
-	fct             []float64
+	logFCT          []float64 // log of every flow's FCT, taken once
 }
 
 // group is every kept epoch that ran one pattern at one size: the fit's
@@ -50,7 +50,7 @@ type group struct {
 	bytes  float64
 	n      int       // epochs
 	logObs []float64 // mean log FCT per flow
-	pred   []float64 // scratch: predicted FCTs
+	pred   []float64 // scratch: predicted FCTs (their logs after fitPairs)
 }
 
 // Pair is a residual of one (src, dst) pair that stands out of its noise:
@@ -149,7 +149,11 @@ func (m *Model) Observe(key, epoch int, p *ten.Pattern, bytes float64, fct []flo
 	}
 	m.last[key] = epoch
 	m.seq++
-	m.obs = append(m.obs, obs{key: key, epoch: epoch, seq: m.seq, p: p, bytes: bytes, fct: slices.Clone(fct)})
+	lf := make([]float64, len(fct))
+	for i, v := range fct {
+		lf[i] = math.Log(v)
+	}
+	m.obs = append(m.obs, obs{key: key, epoch: epoch, seq: m.seq, p: p, bytes: bytes, logFCT: lf})
 	k := 0
 	for _, o := range m.obs {
 		if o.epoch > m.last[o.key]-m.h {
@@ -183,13 +187,13 @@ func (m *Model) buildGroups() (noise float64) {
 	for _, o := range m.obs {
 		g := idx[gk{o.p, o.bytes}]
 		if g == nil {
-			g = &group{p: o.p, dag: m.dag(o.p), bytes: o.bytes, logObs: make([]float64, len(o.fct)), pred: make([]float64, len(o.fct))}
+			g = &group{p: o.p, dag: m.dag(o.p), bytes: o.bytes, logObs: make([]float64, len(o.logFCT)), pred: make([]float64, len(o.logFCT))}
 			idx[gk{o.p, o.bytes}] = g
 			m.groups = append(m.groups, g)
 		}
 		g.n++
-		for i, v := range o.fct {
-			g.logObs[i] += math.Log(v)
+		for i, v := range o.logFCT {
+			g.logObs[i] += v
 		}
 	}
 	for _, g := range m.groups {
@@ -204,8 +208,8 @@ func (m *Model) buildGroups() (noise float64) {
 		if g.n < 2 {
 			continue
 		}
-		for i, v := range o.fct {
-			d := math.Log(v) - g.logObs[i]
+		for i, v := range o.logFCT {
+			d := v - g.logObs[i]
 			ss += d * d
 		}
 	}
@@ -256,11 +260,11 @@ func (m *Model) forgetOnChange() {
 	if len(rec) < 2 || len(old) < 2 {
 		return
 	}
-	nf := len(newest.fct)
+	nf := len(newest.logFCT)
 	stat := func(part []*obs, f int) (float64, float64) {
 		s, ss := 0.0, 0.0
 		for _, o := range part {
-			v := math.Log(o.fct[f])
+			v := o.logFCT[f]
 			s += v
 			ss += v * v
 		}

@@ -123,6 +123,9 @@ func (m *Model) fitPairs(noise float64) {
 	pairOf := make([][]int32, len(m.groups))
 	for gi, g := range m.groups {
 		m.rp.Replay(g.p, g.dag, g.bytes, &m.fit.Net, nil, g.pred)
+		for f, v := range g.pred {
+			g.pred[f] = math.Log(v) // the residuals need only its log
+		}
 		groupOf[gk{g.p, g.bytes}] = gi
 		po := make([]int32, len(g.p.Flows))
 		for f := range g.p.Flows {
@@ -150,12 +153,12 @@ func (m *Model) fitPairs(noise float64) {
 		o := &m.obs[i]
 		gi := groupOf[gk{o.p, o.bytes}]
 		g, po := m.groups[gi], pairOf[gi]
-		for f, v := range o.fct {
+		for f, v := range o.logFCT {
 			k := po[f]
 			if cnt[k] == 0 {
 				touched = append(touched, k)
 			}
-			sum[k] += math.Log(v) - math.Log(g.pred[f])
+			sum[k] += v - g.pred[f]
 			cnt[k]++
 		}
 		for _, k := range touched {
