@@ -50,7 +50,7 @@ type group struct {
 	bytes  float64
 	n      int       // epochs
 	logObs []float64 // mean log FCT per flow
-	pred   []float64 // scratch: predicted FCTs (their logs after fitPairs)
+	pred   []float64 // scratch: predicted FCTs
 }
 
 // Pair is a residual of one (src, dst) pair that stands out of its noise:

@@ -121,10 +121,12 @@ func (m *Model) fitPairs(noise float64) {
 	idx := map[[2]int32]int32{}
 	var keys [][2]int32
 	pairOf := make([][]int32, len(m.groups))
+	logPred := make([][]float64, len(m.groups))
 	for gi, g := range m.groups {
 		m.rp.Replay(g.p, g.dag, g.bytes, &m.fit.Net, nil, g.pred)
+		logPred[gi] = make([]float64, len(g.pred))
 		for f, v := range g.pred {
-			g.pred[f] = math.Log(v) // the residuals need only its log
+			logPred[gi][f] = math.Log(v)
 		}
 		groupOf[gk{g.p, g.bytes}] = gi
 		po := make([]int32, len(g.p.Flows))
@@ -152,13 +154,13 @@ func (m *Model) fitPairs(noise float64) {
 	for i := range m.obs {
 		o := &m.obs[i]
 		gi := groupOf[gk{o.p, o.bytes}]
-		g, po := m.groups[gi], pairOf[gi]
+		lp, po := logPred[gi], pairOf[gi]
 		for f, v := range o.logFCT {
 			k := po[f]
 			if cnt[k] == 0 {
 				touched = append(touched, k)
 			}
-			sum[k] += v - g.pred[f]
+			sum[k] += v - lp[f]
 			cnt[k]++
 		}
 		for _, k := range touched {
