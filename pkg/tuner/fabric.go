@@ -9,12 +9,16 @@ import (
 	"github.com/react-torch/react-torch/pkg/detect"
 	"github.com/react-torch/react-torch/pkg/links"
 	"github.com/react-torch/react-torch/pkg/semantics"
+	"github.com/react-torch/react-torch/pkg/ten"
+	"gonum.org/v1/gonum/stat"
+	"gonum.org/v1/gonum/stat/distuv"
 )
 
 // fabricTrial is the link model loop's fallback where the model sees the
 // fabric uneven (pairs that stand out of their noise: a switch's ranks
 // fast among themselves, cables that slow the pairs whose paths cross
-// them) but predicts no change that gains. The gain there lies in the
+// them), or its flows collide in it (spreadShows), but predicts no change
+// that gains. The gain there lies in the
 // pairs a pattern has not carried yet and in the sharing of links the
 // model does not know (a ToR's uplinks), which a per-pair factor cannot
 // foresee; the paper's loop, which tries swaps judged by the pair history
@@ -31,7 +35,10 @@ import (
 // predicts more than the collective took: a busy host; on the slow-host
 // files such pairs stand out too, and trials there were pure cost).
 func (t *reactLoop) fabricTrial(d *Decision, epoch int, pr *links.Predictor) *Decision {
-	if len(pr.Pairs()) == 0 || t.eval != nil || t.next != nil {
+	if t.eval != nil || t.next != nil {
+		return d
+	}
+	if len(pr.Pairs()) == 0 && !t.spreadShows(d.Model.Noise) {
 		return d
 	}
 	// A pair is a pair in any pattern: where a quarter or more of the
@@ -104,4 +111,61 @@ func (t *reactLoop) fabricTrial(d *Decision, epoch int, pr *links.Predictor) *De
 	t.eval = &evaluation{prev: t.cur, before: slices.Clone(t.elapsed), predicted: predicted, steps: steps, fabric: true}
 	t.emit(d, g, epoch)
 	return d
+}
+
+// Where no pair stands out, the flows may still collide in the fabric:
+// on a fat tree every pair of a random placement crosses the core alike,
+// so they all look the same, and what there is to gain (25-30% on
+// ecmp-fattree's rings) lies in pairs the pattern never carried, whose
+// ranks share a pod. What shows it is a spread of the FCTs from epoch to
+// epoch (ECMP draws: 0.2-0.4 in log terms) that the collective time
+// follows: the critical path of an epoch's own FCTs rises and falls with
+// the measured time. A clock's jitter, or a busy host's timing of its
+// flows, spreads the FCTs and not the collective (the noise files,
+// tuner_test's quiet networks), and nothing is tried there.
+const (
+	spreadMin  = 0.1 // log standard deviation of a flow's FCT
+	spreadCorr = 0.5 // of the epochs' critical paths and measured times
+	// the one-sided level at which the correlation must be significant
+	spreadLevel = 0.99
+	// epochs of the pattern in force the correlation is measured over
+	spreadEpochs = 18
+)
+
+// spreadRec holds, per epoch of one pattern, the log of the critical path
+// of its FCTs and of its measured collective time.
+type spreadRec struct {
+	p    *ten.Pattern
+	dag  *critpath.DAG
+	x, y []float64
+}
+
+// spreadShows records the batch and says whether the FCTs spread by
+// spreadMin or more and the collective time follows them, over the last
+// spreadEpochs epochs of the pattern in force.
+func (t *reactLoop) spreadShows(noise float64) bool {
+	if noise < spreadMin || t.untimed { // a stand-in follows by construction
+		return false
+	}
+	sp := &t.spread
+	if sp.p != t.cur {
+		*sp = spreadRec{p: t.cur, dag: critpath.New(t.cur)}
+	}
+	for i, fct := range t.batch {
+		c, _ := sp.dag.Critical(fct)
+		sp.x = append(sp.x, math.Log(c))
+		sp.y = append(sp.y, math.Log(t.elapsed[i]))
+	}
+	if n := len(sp.x); n > spreadEpochs {
+		sp.x = append(sp.x[:0], sp.x[n-spreadEpochs:]...)
+		sp.y = append(sp.y[:0], sp.y[n-spreadEpochs:]...)
+	}
+	n := len(sp.x)
+	if n < 4 {
+		return false
+	}
+	r := stat.Correlation(sp.x, sp.y, nil)
+	// significant at spreadLevel by Fisher's z (one batch of 6 epochs
+	// needs 0.87, three 0.55); false when either is constant (NaN)
+	return r >= spreadCorr && math.Atanh(min(r, 1-1e-12))*math.Sqrt(float64(n-3)) >= distuv.UnitNormal.Quantile(spreadLevel)
 }

@@ -1,6 +1,7 @@
 package tuner_test
 
 import (
+	"math/rand/v2"
 	"strings"
 	"testing"
 
@@ -78,5 +79,82 @@ func TestFabricTrialsAreJudgedAndFew(t *testing.T) {
 	}
 	if tried == 0 {
 		t.Error("no fabric trial in any run: the fallback never fired")
+	}
+}
+
+// Collisions in a fabric that no pair of the pattern shows: ranks of one
+// parity share a pod, a flow between pods meets another on a core link in
+// half the epochs (twice the time), and the ring's every neighbour is in
+// the other pod, so every pair it carries is alike. Where the collective
+// time follows the FCTs (the simulator's, a real fabric's), the fallback
+// tries the pair history's swaps and keeps what gains; where only the
+// timing spreads (the measured time steady, as under a clock's jitter), it
+// tries nothing on the spread alone (a pair that stands out by chance
+// still leads to a trial).
+func TestFabricSpreadTheCollectiveFollows(t *testing.T) {
+	cross := func(a, b int32) bool { return a%2 != b%2 }
+	p, _ := pattern.Generate(ten.AllReduce, "ring", 8, -1)
+	truth := func(q *ten.Pattern) float64 {
+		v, _ := critpath.New(q).Critical(fixture.FCTs(q, msg, func(_ int, f ten.Flow) float64 {
+			if cross(f.Src, f.Dst) {
+				return 1.5
+			}
+			return 1
+		}))
+		return v
+	}
+	for _, follows := range []bool{true, false} {
+		gained, tried := 0, 0
+		for seed := uint64(1); seed <= 4; seed++ {
+			cfg := tuner.DefaultConfig()
+			cfg.Seed = seed
+			tu, err := tuner.New(cfg, p, msg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rng := rand.New(rand.NewPCG(seed, 3))
+			law := func(_ int, f ten.Flow) float64 {
+				if cross(f.Src, f.Dst) && rng.IntN(2) == 0 {
+					return 2
+				}
+				return 1
+			}
+			changes := 0
+			for e := 0; e < 150; e++ {
+				q, _ := tu.Pattern(e)
+				fct := fixture.FCTs(q, msg, law)
+				elapsed, _ := critpath.New(q).Critical(fct)
+				if !follows {
+					elapsed = truth(q)
+				}
+				d, err := tu.Observe(e, fct, elapsed)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if d != nil && strings.Contains(d.Note, "fabric") && len(d.Model.Pairs) == 0 {
+					tried++ // on the spread alone
+				}
+				if d != nil && d.Pattern != nil {
+					changes++
+				}
+			}
+			end, _ := tu.Pattern(150)
+			t.Logf("collective follows %v, seed %d: %d changes, time x%.3f", follows, seed, changes, truth(end)/truth(p))
+			if truth(end) > 1.01*truth(p) {
+				t.Errorf("seed %d: the pattern in force takes x%.3f the initial one's time", seed, truth(end)/truth(p))
+			}
+			if truth(end) < 0.95*truth(p) {
+				gained++
+			}
+			if changes > 8 {
+				t.Errorf("seed %d: %d changes in 150 epochs", seed, changes)
+			}
+		}
+		switch {
+		case follows && (gained == 0 || tried == 0):
+			t.Errorf("the collective follows the FCTs' spread: %d trials on it, %d runs gained", tried, gained)
+		case !follows && tried > 0:
+			t.Errorf("%d fabric trials on the spread alone where only the timing spread", tried)
+		}
 	}
 }

@@ -53,6 +53,7 @@ type reactLoop struct {
 	backoff int
 	// placeBound: pairs measured in two patterns disagreed (fabricTrial)
 	placeBound bool
+	spread     spreadRec // fabricTrial
 }
 
 func (t *reactLoop) observe(epoch int, fct []float64) error {

@@ -96,6 +96,9 @@ type Tuner struct {
 	elapsed []float64
 	batchNo int
 	last    int // last epoch observed, -1 before any
+	// untimed: an epoch came without its collective time (its FCTs'
+	// critical path stood in)
+	untimed bool
 
 	loop     loop            // the feedback loop of cfg.Model
 	rejected map[string]bool // patterns of reverted changes, not to be tried again
@@ -165,6 +168,7 @@ func (t *Tuner) Observe(epoch int, fct []float64, elapsed float64) (*Decision, e
 	t.last = epoch
 	if !(elapsed > 0) {
 		elapsed, _ = critpath.New(t.cur).Critical(fct)
+		t.untimed = true
 	}
 	if t.next != nil {
 		t.loop.waiting(elapsed)
