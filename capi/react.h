@@ -131,8 +131,11 @@ int react_pattern_generate(const char* op, const char* algo, int ranks, int root
  * (F+1), "blocks" and "owner" (one per chunk). For allgather, flow f
  * carries blocks[start[f]:start[f+1]] (origin ranks, ascending); for
  * reducescatter, owner[c] is the rank where chunk c completes (-1 for other
- * ops). An executor places data by these, never by guessing from the
- * algorithm. Output by the buffer protocol. */
+ * ops). "pred_start" (F+1) and "preds": flow f waits for the flows
+ * preds[pred_start[f]:pred_start[f+1]] (its chunk's flows into its source
+ * at earlier steps) to arrive and be applied at its source. An executor
+ * places and orders data by these, never by guessing from the algorithm.
+ * Output by the buffer protocol. */
 int react_pattern_layout(const uint8_t* pattern, size_t plen,
                          uint8_t* buf, size_t cap, size_t* len);
 

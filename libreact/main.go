@@ -29,6 +29,7 @@ import (
 
 	"github.com/react-torch/react-torch/internal/driver"
 	"github.com/react-torch/react-torch/internal/logging"
+	"github.com/react-torch/react-torch/pkg/critpath"
 	"github.com/react-torch/react-torch/pkg/pattern"
 	"github.com/react-torch/react-torch/pkg/semantics"
 	"github.com/react-torch/react-torch/pkg/ten"
@@ -177,7 +178,7 @@ func react_go_pattern_layout(pat *C.uint8_t, plen C.size_t, buf *C.uint8_t, cap 
 	if err != nil {
 		return fail(C.REACT_E_PANIC, "react_pattern_layout: checked pattern has no layout: %v", err)
 	}
-	enc, err := wire.EncodeLayout(ly)
+	enc, err := wire.EncodeLayout(ly, critpath.New(p))
 	if err != nil {
 		return fail(C.REACT_E_PANIC, "react_pattern_layout: %v", err)
 	}

@@ -9,9 +9,11 @@ import (
 	"os"
 	"strings"
 
+	"github.com/react-torch/react-torch/pkg/critpath"
 	"github.com/react-torch/react-torch/pkg/detect"
 	"github.com/react-torch/react-torch/pkg/links"
 	"github.com/react-torch/react-torch/pkg/semantics"
+	"github.com/react-torch/react-torch/pkg/ten"
 	"github.com/react-torch/react-torch/pkg/tuner"
 	"github.com/react-torch/react-torch/pkg/wire"
 )
@@ -112,8 +114,11 @@ func runReplay(e *env, args []string) int {
 	}
 	out := bufio.NewWriter(e.stdout)
 	defer out.Flush()
+	var dag *critpath.DAG
+	var dagOf *ten.Pattern
 	for _, ep := range epochs {
-		if _, v := tu.Pattern(ep.Epoch); v != ep.Version {
+		cur, v := tu.Pattern(ep.Epoch)
+		if v != ep.Version {
 			msg := fmt.Sprintf("epoch %d ran version %d in the log but version %d in the tuner; stopping, the log no longer describes the tuner's pattern", ep.Epoch, ep.Version, v)
 			if *format == "json" {
 				writeJSONLine(out, map[string]any{"stop": msg, "epoch": ep.Epoch, "log_version": ep.Version, "tuner_version": v})
@@ -122,7 +127,15 @@ func runReplay(e *env, args []string) int {
 			}
 			break
 		}
-		dec, err := tu.Observe(ep.Epoch, ep.FCT, ep.Elapsed)
+		fct := ep.FCT
+		if ep.Arrival && len(fct) == len(cur.Flows) { // else Observe names the mismatch
+			if dagOf != cur {
+				dag, dagOf = critpath.New(cur), cur
+			}
+			fct = make([]float64, len(fct))
+			dag.Durations(ep.FCT, fct)
+		}
+		dec, err := tu.Observe(ep.Epoch, fct, ep.Elapsed)
 		if err != nil {
 			out.Flush()
 			return fail("%s: %v", logName, err)

@@ -7,9 +7,11 @@ package driver
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 
+	"github.com/react-torch/react-torch/pkg/critpath"
 	"github.com/react-torch/react-torch/pkg/ten"
 	"github.com/react-torch/react-torch/pkg/tuner"
 	"github.com/react-torch/react-torch/pkg/wire"
@@ -59,6 +61,11 @@ type Driver struct {
 	last    int    // last epoch observed
 	version int    // pattern version of the last epoch observed
 	broken  string // why the tuner panicked, "" while it is sound
+	// arrivals become durations by the dependency rule of the pattern
+	// they ran (wire.FCTBatch.Arrival)
+	dag  *critpath.DAG
+	dagP *ten.Pattern
+	dur  []float64
 
 	// outMu guards the decision apart from mu, so that Decision never waits
 	// for a Submit.
@@ -167,7 +174,11 @@ func (d *Driver) observe(b *wire.FCTBatch) error {
 		if len(p.Flows) != b.Flows {
 			return errorf(Invalid, "batch has %d flows per epoch, pattern version %d has %d", b.Flows, v, len(p.Flows))
 		}
-		dec, err := d.tu.Observe(epoch, b.Row(e), b.Elapsed[e])
+		fct := b.Row(e)
+		if b.Arrival {
+			fct = d.durations(p, fct)
+		}
+		dec, err := d.tu.Observe(epoch, fct, b.Elapsed[e])
 		if err != nil {
 			return errorf(Invalid, "%v", err)
 		}
@@ -177,6 +188,17 @@ func (d *Driver) observe(b *wire.FCTBatch) error {
 		}
 	}
 	return nil
+}
+
+// durations turns one epoch's arrivals under p into durations, in a buffer
+// the next call reuses (Observe copies what it keeps).
+func (d *Driver) durations(p *ten.Pattern, arrival []float64) []float64 {
+	if d.dagP != p {
+		d.dag, d.dagP = critpath.New(p), p
+	}
+	d.dur = slices.Grow(d.dur[:0], len(arrival))[:len(arrival)]
+	d.dag.Durations(arrival, d.dur)
+	return d.dur
 }
 
 func (d *Driver) decided(dec *tuner.Decision) {

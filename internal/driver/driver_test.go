@@ -1,11 +1,13 @@
 package driver
 
 import (
+	"bytes"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/react-torch/react-torch/internal/fixture"
+	"github.com/react-torch/react-torch/pkg/critpath"
 	"github.com/react-torch/react-torch/pkg/pattern"
 	"github.com/react-torch/react-torch/pkg/ten"
 	"github.com/react-torch/react-torch/pkg/tuner"
@@ -220,5 +222,29 @@ func BenchmarkSubmitToDecision(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// A batch of arrivals (each flow's finish, as the dataflow executor
+// records them) decides what the batch of the same flows' durations does.
+func TestSubmitArrivals(t *testing.T) {
+	p := pattern.TreeAllReduce(8)
+	dur, arr := batch(p, 0, 6, 0, 3), batch(p, 0, 6, 0, 3)
+	arr.Arrival = true
+	dag := critpath.New(p)
+	for e := range arr.Epochs {
+		dag.Finish(dur.Row(e), arr.Row(e))
+	}
+	a, b := start(t, p), start(t, p)
+	if err := a.Submit(dur); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Submit(arr); err != nil {
+		t.Fatal(err)
+	}
+	da, oka, _ := a.Decision(1 << 20)
+	db, okb, _ := b.Decision(1 << 20)
+	if !oka || !okb || da.Version != db.Version || da.Effective != db.Effective || !bytes.Equal(da.Pattern, db.Pattern) {
+		t.Fatalf("durations decided %v %+v, their arrivals %v %+v", oka, da, okb, db)
 	}
 }

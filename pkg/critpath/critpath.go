@@ -221,6 +221,30 @@ func (d *DAG) Finish(w, finish []float64) float64 {
 	return mk
 }
 
+// minDuration stands in for a flow that arrived no later than its last
+// input (clocks of two ranks that entered the call at different times).
+const minDuration = 1e-9
+
+// Durations is Finish's inverse: given each flow's arrival (its finish,
+// from the moment the rank that saw it entered the collective), it fills
+// dur[f] with arrival[f] less the latest arrival among f's preds (0
+// without preds): the time from the moment the last input of f reached
+// its sender, which is when a dataflow executor sends it, to the moment
+// its last byte reached its receiver. Values below minDuration become
+// minDuration. It panics on lengths other than the flow count and does not
+// allocate.
+func (d *DAG) Durations(arrival, dur []float64) {
+	d.checkLen("arrival", len(arrival))
+	d.checkLen("dur", len(dur))
+	for k, f := range d.order {
+		start := 0.0
+		for _, g := range d.preds[d.start[k]:d.start[k+1]] {
+			start = max(start, arrival[g])
+		}
+		dur[f] = max(arrival[f]-start, minDuration)
+	}
+}
+
 // Critical returns the length of a longest path and that path, as flow
 // indexes from first to last. See CriticalAppend for how ties are broken.
 func (d *DAG) Critical(w []float64) (float64, []int32) {

@@ -365,3 +365,30 @@ func BenchmarkCritical(b *testing.B) {
 		})
 	}
 }
+
+// Durations inverts Finish: the arrivals Finish gives for positive
+// durations give those durations back, on every pattern the generators
+// make; an arrival before the latest input's becomes the floor.
+func TestDurationsInvertsFinish(t *testing.T) {
+	r := rand.New(rand.NewPCG(3, 4))
+	for i, p := range []*ten.Pattern{fixture.Tree4(), fixture.HeapTreeAllReduce(7), fixture.RingAllReduce(5)} {
+		d := New(p)
+		w := make([]float64, len(p.Flows))
+		for i := range w {
+			w[i] = 0.5 + float64(r.IntN(8)) // exact sums
+		}
+		fin := make([]float64, len(w))
+		d.Finish(w, fin)
+		got := make([]float64, len(w))
+		d.Durations(fin, got)
+		if !slices.Equal(got, w) {
+			t.Errorf("pattern %d: durations of Finish's arrivals differ from the weights", i)
+		}
+	}
+	p := pat(3, fl(0, 1, 0, 1), fl(0, 2, 1, 2))
+	got := make([]float64, 2)
+	New(p).Durations([]float64{2, 1.5}, got)
+	if got[0] != 2 || got[1] != minDuration {
+		t.Errorf("durations %v, want [2 %g]", got, minDuration)
+	}
+}

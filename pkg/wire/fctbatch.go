@@ -19,6 +19,14 @@ package wire
 //	                the measured collective time of each epoch, seconds,
 //	                >= 0 and finite; 0 means not measured (the tuner then
 //	                takes the critical path of the FCTs)
+//	"arrival"  bool optional, default false: fct holds each flow's arrival,
+//	                the moment its last byte reached its receiver, in seconds
+//	                from the moment that rank entered the call, instead of
+//	                its duration; the driver turns arrivals into durations
+//	                by the pattern's dependency rule (critpath.DAG.Durations:
+//	                a flow starts when the last of its inputs reached its
+//	                sender), the rule the simulator and the link model's
+//	                replay follow
 //
 // Python writes a column as {"dtype": "<f8", "shape": list(a.shape), "data":
 // a.astype("<f8").tobytes()}.
@@ -50,6 +58,8 @@ type FCTBatch struct {
 	// Elapsed holds each epoch's measured collective time in seconds, 0
 	// where it was not measured.
 	Elapsed []float64
+	// Arrival: FCT holds arrivals, not durations (the format's "arrival").
+	Arrival bool
 }
 
 // Row returns the FCTs of epoch Epoch0+e, sharing the batch's storage.
@@ -99,7 +109,13 @@ func AppendFCTBatch(dst []byte, b *FCTBatch) ([]byte, error) {
 		copy(w.b, dst)
 	}
 	e := encoder{e: msgpack.NewEncoder(w)}
-	e.do(e.e.EncodeMapLen(7))
+	if b.Arrival {
+		e.do(e.e.EncodeMapLen(8))
+		e.do(e.e.EncodeString("arrival"))
+		e.do(e.e.EncodeBool(true))
+	} else {
+		e.do(e.e.EncodeMapLen(7))
+	}
 	e.str("format", BatchFormat)
 	e.int("epoch0", int64(b.Epoch0))
 	e.int("version", int64(b.Version))
@@ -141,10 +157,11 @@ func decodeFCTBatch(data []byte) (*FCTBatch, error) {
 	if err != nil {
 		return nil, err
 	}
-	names := [...]string{"format", "epoch0", "version", "epochs", "nflows", "fct", "elapsed"}
+	names := [...]string{"format", "epoch0", "version", "epochs", "nflows", "fct", "elapsed", "arrival"}
 	var (
 		ints     [5]int64 // indexed like names; [0] unused
 		fct, ela columnValue
+		arrival  bool
 		seen     int
 	)
 	limits := [5][2]int64{{}, {0, maxEpoch}, {0, math.MaxInt32}, {1, math.MaxInt32}, {1, math.MaxInt32}}
@@ -186,6 +203,10 @@ func decodeFCTBatch(data []byte) (*FCTBatch, error) {
 			if err := d.column(key, &ela, 2); err != nil {
 				return nil, err
 			}
+		case "arrival":
+			if arrival, err = d.bool(key); err != nil {
+				return nil, err
+			}
 		default:
 			if ints[k], err = d.int(key, limits[k][0], limits[k][1]); err != nil {
 				return nil, err
@@ -196,11 +217,11 @@ func decodeFCTBatch(data []byte) (*FCTBatch, error) {
 		return nil, fmt.Errorf("trailing garbage: %d bytes after the batch map", r.Len())
 	}
 	for i, name := range names {
-		if seen&(1<<i) == 0 {
+		if seen&(1<<i) == 0 && name != "arrival" {
 			return nil, fmt.Errorf("key %q missing", name)
 		}
 	}
-	b := &FCTBatch{Epoch0: int(ints[1]), Version: int(ints[2]), Epochs: int(ints[3]), Flows: int(ints[4])}
+	b := &FCTBatch{Epoch0: int(ints[1]), Version: int(ints[2]), Epochs: int(ints[3]), Flows: int(ints[4]), Arrival: arrival}
 	fb, err := fct.check("<f8", 8, []int64{ints[3], ints[4]}, "epochs and nflows")
 	if err != nil {
 		return nil, fmt.Errorf("fct: %w", err)

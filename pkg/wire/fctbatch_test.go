@@ -24,10 +24,12 @@ func TestFCTBatchRoundTrip(t *testing.T) {
 	for i := range big.FCT {
 		big.FCT[i] = 1e-6 * float64(i+1)
 	}
+	arr := smallBatch()
+	arr.Arrival = true
 	for _, tc := range []struct {
 		name string
 		b    *wire.FCTBatch
-	}{{"small", smallBatch()}, {"big", big}} {
+	}{{"small", smallBatch()}, {"big", big}, {"arrival", arr}} {
 		t.Run(tc.name, func(t *testing.T) {
 			enc, err := wire.EncodeFCTBatch(tc.b)
 			if err != nil {
@@ -140,6 +142,7 @@ func TestDecodeFCTBatchErrors(t *testing.T) {
 		{"elapsed NaN", func(m map[string]any) { col(m, "elapsed")["data"] = f8(0, math.NaN()) }, "elapsed: epoch 6: NaN"},
 		{"elapsed negative", func(m map[string]any) { col(m, "elapsed")["data"] = f8(-1, 0) }, "elapsed: epoch 5: -1"},
 		{"elapsed shape", func(m map[string]any) { col(m, "elapsed")["shape"] = []int{2, 1} }, "elapsed: shape [2 1] has 2 dimensions, want 1"},
+		{"arrival not a bool", func(m map[string]any) { m["arrival"] = 1 }, "arrival: want a bool, got int"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := base()

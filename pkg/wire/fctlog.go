@@ -22,6 +22,11 @@ package wire
 //	         int    the flow's fields, for people; optional, not checked
 //	bytes    number bytes the flow carried; optional, >= 0
 //	fct      number flow completion time, seconds, > 0
+//	arrival  number instead of fct: when the flow's last byte reached its
+//	                receiver, seconds from the moment that rank entered the
+//	                call, > 0 (the dataflow executor's record; a reader turns
+//	                arrivals into durations by critpath.DAG.Durations); the
+//	                flow records of one epoch all carry the same one of the two
 //	elapsed  number collective time of the epoch, seconds, > 0 (epoch
 //	                record only)
 //
@@ -58,6 +63,7 @@ type FCTRecord struct {
 type FCTEpoch struct {
 	Epoch, Version int
 	FCT            []float64 // seconds, indexed by flow
+	Arrival        bool      // FCT holds arrivals, not durations
 	Bytes          []float64 // as logged, 0 where a record gave none
 	Elapsed        float64   // 0 when the epoch had no epoch record
 }
@@ -119,6 +125,7 @@ type fctLine struct {
 	Flow    *int     `json:"flow"`
 	Bytes   *float64 `json:"bytes"`
 	FCT     *float64 `json:"fct"`
+	Arrival *float64 `json:"arrival"`
 	Elapsed *float64 `json:"elapsed"`
 }
 
@@ -197,8 +204,8 @@ func ReadFCTLog(r io.Reader, flows int) ([]FCTEpoch, error) {
 			switch {
 			case rec.Elapsed == nil:
 				return nil, fail(`epoch %d: a record with neither "flow" nor "elapsed"`, epoch)
-			case rec.FCT != nil:
-				return nil, fail(`epoch %d: "fct" without "flow"`, epoch)
+			case rec.FCT != nil || rec.Arrival != nil:
+				return nil, fail(`epoch %d: "fct" or "arrival" without "flow"`, epoch)
 			case hasEl:
 				return nil, fail("epoch %d: a second epoch record", epoch)
 			case !positiveFinite(*rec.Elapsed):
@@ -208,6 +215,10 @@ func ReadFCTLog(r io.Reader, flows int) ([]FCTEpoch, error) {
 			continue
 		}
 		f := *rec.Flow
+		arrival := rec.Arrival != nil
+		if arrival && rec.FCT == nil {
+			rec.FCT = rec.Arrival
+		}
 		switch {
 		case f < 0 || f >= flows:
 			return nil, fail("epoch %d: flow %d out of range [0, %d)", epoch, f, flows)
@@ -217,14 +228,22 @@ func ReadFCTLog(r io.Reader, flows int) ([]FCTEpoch, error) {
 			return nil, fail(`epoch %d flow %d: "elapsed" belongs in the epoch record`, epoch, f)
 		case rec.FCT == nil:
 			return nil, fail(`epoch %d flow %d: missing "fct"`, epoch, f)
+		case arrival && rec.FCT != rec.Arrival:
+			return nil, fail(`epoch %d flow %d: both "fct" and "arrival"`, epoch, f)
+		case have > 0 && arrival != cur.Arrival:
+			return nil, fail(`epoch %d flow %d: "fct" and "arrival" mixed in one epoch`, epoch, f)
 		case !positiveFinite(*rec.FCT):
-			return nil, fail("epoch %d flow %d: fct %v, want a positive finite time", epoch, f, *rec.FCT)
+			name := "fct"
+			if arrival {
+				name = "arrival"
+			}
+			return nil, fail("epoch %d flow %d: %s %v, want a positive finite time", epoch, f, name, *rec.FCT)
 		case rec.Bytes != nil && (!(*rec.Bytes >= 0) || math.IsInf(*rec.Bytes, 0)):
 			return nil, fail("epoch %d flow %d: bytes %v, want >= 0 and finite", epoch, f, *rec.Bytes)
 		}
 		seen[f] = true
 		have++
-		cur.FCT[f] = *rec.FCT
+		cur.FCT[f], cur.Arrival = *rec.FCT, arrival
 		if rec.Bytes != nil {
 			cur.Bytes[f] = *rec.Bytes
 		}

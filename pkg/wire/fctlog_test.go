@@ -115,6 +115,10 @@ func TestReadFCTLogErrors(t *testing.T) {
 		{"elapsed on a flow", `{"epoch": 0, "version": 0, "flow": 0, "fct": 1, "elapsed": 1}` + "\n", `line 1: epoch 0 flow 0: "elapsed" belongs`},
 		{"negative bytes", `{"epoch": 0, "version": 0, "flow": 0, "fct": 1, "bytes": -5}` + "\n", "line 1: epoch 0 flow 0: bytes -5"},
 		{"epoch record alone", ok + `{"epoch": 1, "version": 0, "elapsed": 1}` + "\n", "end of input (line 3): epoch 1 (from line 3) has 0 of 2 flows"},
+		{"fct and arrival", `{"epoch": 0, "version": 0, "flow": 0, "fct": 1, "arrival": 1}` + "\n", `line 1: epoch 0 flow 0: both "fct" and "arrival"`},
+		{"fct and arrival mixed", rec(0, 0, 0, "1") + `{"epoch": 0, "version": 0, "flow": 1, "arrival": 2}` + "\n", `line 2: epoch 0 flow 1: "fct" and "arrival" mixed`},
+		{"zero arrival", `{"epoch": 0, "version": 0, "flow": 0, "arrival": 0}` + "\n", "line 1: epoch 0 flow 0: arrival 0"},
+		{"arrival without flow", `{"epoch": 0, "version": 0, "arrival": 1, "elapsed": 1}` + "\n", `line 1: epoch 0: "fct" or "arrival" without "flow"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -139,6 +143,10 @@ func TestReadFCTLogLenient(t *testing.T) {
 	want := []FCTEpoch{{Epoch: 4, Version: 2, FCT: []float64{0.25}, Bytes: []float64{0}, Elapsed: 0.5}}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("got %+v, want %+v", got, want)
+	}
+	arr := `{"epoch": 1, "version": 0, "flow": 0, "arrival": 0.5}` + "\n"
+	if got, err := ReadFCTLog(strings.NewReader(arr), 1); err != nil || !got[0].Arrival || got[0].FCT[0] != 0.5 {
+		t.Fatalf("an arrival record read as %+v, %v", got, err)
 	}
 	if got, err := ReadFCTLog(strings.NewReader(""), 3); err != nil || len(got) != 0 {
 		t.Fatalf("empty log = %v, %v; want no epochs", got, err)

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"fmt"
 
+	"github.com/react-torch/react-torch/pkg/critpath"
 	"github.com/react-torch/react-torch/pkg/semantics"
 	"github.com/vmihailenco/msgpack/v5"
 )
@@ -18,17 +19,29 @@ const LayoutFormat = "react.layout/v1"
 //	"start"   col  <i4 [F+1]  blocks[start[f]:start[f+1]] are flow f's blocks (allgather)
 //	"blocks"  col  <i4 [B]    block (origin rank) indices, ascending per flow
 //	"owner"   col  <i4 [C]    rank at which chunk c completes (reducescatter), else -1
+//	"pred_start" col <i4 [F+1] preds[pred_start[f]:pred_start[f+1]] are the flows f waits for
+//	"preds"   col  <i4 [E]    flows of f's chunk into f's source at earlier steps (critpath.DAG)
+//
+// The preds are when data moves: a flow starts once the last of them has
+// arrived at its source and been applied there. The executor, the
+// simulator and the link model's replay follow this one rule.
 //
 // Columns have the pattern's shape: {"dtype", "shape", "data"}.
-func EncodeLayout(l *semantics.Layout) ([]byte, error) {
-	w := &appendWriter{b: make([]byte, 0, 128+4*(len(l.Start)+len(l.Blocks)+len(l.Owner)))}
+func EncodeLayout(l *semantics.Layout, d *critpath.DAG) ([]byte, error) {
+	predStart := make([]int32, d.Len()+1)
+	var preds []int32
+	for f := range d.Len() {
+		preds = append(preds, d.Preds(f)...)
+		predStart[f+1] = int32(len(preds))
+	}
+	w := &appendWriter{b: make([]byte, 0, 256+4*(len(l.Start)+len(l.Blocks)+len(l.Owner)+len(predStart)+len(preds)))}
 	e := encoder{e: msgpack.NewEncoder(w)}
-	e.do(e.e.EncodeMapLen(4))
+	e.do(e.e.EncodeMapLen(6))
 	e.str("format", LayoutFormat)
 	for _, c := range []struct {
 		name string
 		v    []int32
-	}{{"start", l.Start}, {"blocks", l.Blocks}, {"owner", l.Owner}} {
+	}{{"start", l.Start}, {"blocks", l.Blocks}, {"owner", l.Owner}, {"pred_start", predStart}, {"preds", preds}} {
 		e.do(e.e.EncodeString(c.name))
 		e.do(e.e.EncodeMapLen(3))
 		e.str("dtype", "<i4")

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"testing"
 
+	"github.com/react-torch/react-torch/pkg/critpath"
 	"github.com/react-torch/react-torch/pkg/pattern"
 	"github.com/react-torch/react-torch/pkg/semantics"
 	"github.com/react-torch/react-torch/pkg/ten"
@@ -31,7 +32,8 @@ func TestEncodeLayout(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		b, err := EncodeLayout(ly)
+		dag := critpath.New(p)
+		b, err := EncodeLayout(ly, dag)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -42,7 +44,12 @@ func TestEncodeLayout(t *testing.T) {
 		if m["format"] != LayoutFormat {
 			t.Errorf("%v/%s: format %v", tc.op, tc.algo, m["format"])
 		}
-		for name, want := range map[string][]int32{"start": ly.Start, "blocks": ly.Blocks, "owner": ly.Owner} {
+		predStart, preds := []int32{0}, []int32{}
+		for f := range p.Flows {
+			preds = append(preds, dag.Preds(f)...)
+			predStart = append(predStart, int32(len(preds)))
+		}
+		for name, want := range map[string][]int32{"start": ly.Start, "blocks": ly.Blocks, "owner": ly.Owner, "pred_start": predStart, "preds": preds} {
 			col := m[name].(map[string]any)
 			data := col["data"].([]byte)
 			if col["dtype"] != "<i4" || len(data) != 4*len(want) {

@@ -291,6 +291,21 @@ func (d *reader) str(what string) (string, error) {
 	return string(b), nil
 }
 
+func (d *reader) bool(what string) (bool, error) {
+	c, err := d.peek(what)
+	if err != nil {
+		return false, err
+	}
+	if c != msgpcode.False && c != msgpcode.True {
+		return false, fmt.Errorf("%s: want a bool, got %s", what, typeName(c))
+	}
+	v, err := d.d.DecodeBool()
+	if err != nil {
+		return false, wrap(what, err)
+	}
+	return v, nil
+}
+
 func (d *reader) int(what string, lo, hi int64) (int64, error) {
 	c, err := d.peek(what)
 	if err != nil {
