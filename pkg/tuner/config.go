@@ -59,11 +59,13 @@ type Config struct {
 	// and earlier misses demand). It plays Epsilon's part; Delta1, Delta2,
 	// Kt, KtGrowth, Epsilon, EMax and TauR are the paper loop's alone.
 	MinGain float64 `json:"MinGain" help:"react: minimum predicted speed-up of a change"`
-	// Stepped (Model "react") tells the link model how the executor runs:
+	// Stepped (Model "react") tells the link model how the executor ran:
 	// each rank's steps one after another, an FCT timed from the receiver's
-	// step start (react_torch's executor), rather than as data allows with
-	// an FCT from the flow's own start (NCCL-like channels, the simulator).
-	Stepped bool `json:"Stepped" help:"react: the FCTs come from react_torch's stepped executor"`
+	// step start (react_torch's executor before its dataflow one: the
+	// testbed logs cmd/react replays), rather than as data allows with an
+	// FCT from the flow's own start (react_torch's dataflow executor, the
+	// simulator).
+	Stepped bool `json:"Stepped" help:"react: the FCTs come from a step-by-step executor (react_torch's before its dataflow one)"`
 	// Confidence (Model "react"): a change is kept when its gain is
 	// significant at this one-sided level (Welch's t-test on the collective
 	// times before and after it).

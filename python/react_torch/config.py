@@ -36,10 +36,11 @@ _FIELDS = {
     "test_slow_rank": ("REACT_TEST_SLOW_RANK", int, -1, "test hook: the leader multiplies the FCTs of flows into this rank by 4 before the tuner sees them"),
 }
 
-# Tuner settings the package sets, not the user: the executor runs each
-# rank's steps in order and times a flow from the receiver's step start, and
-# the link model must replay it so.
-_FIXED = {"Stepped": True}
+# Tuner settings the package sets, not the user: the executor runs a pattern
+# as a dataflow (a flow starts when its inputs have reached its sender), the
+# rule the link model replays when not Stepped (Stepped replays logs of the
+# step-by-step executor this package ran before).
+_FIXED = {"Stepped": False}
 
 _TYPES = {"int": int, "float": float, "string": str, "bool": bool}
 

@@ -74,10 +74,11 @@ class KeyState:
 
 def fct_batch(epoch0: int, version: int, fct: np.ndarray, elapsed: np.ndarray) -> bytes:
     """Epochs of one version as the FCT batch msgpack (react.fcts/v1,
-    pkg/wire/fctbatch.go): fct is epochs x flows, elapsed one per epoch."""
+    pkg/wire/fctbatch.go): fct is epochs x flows of the executor's arrivals
+    (Go turns them into durations), elapsed one per epoch."""
     col = lambda a: {"dtype": "<f8", "shape": list(a.shape), "data": np.ascontiguousarray(a, dtype="<f8").tobytes()}
     return msgpack.packb({"format": "react.fcts/v1", "epoch0": epoch0, "version": version, "epochs": int(fct.shape[0]), "nflows": int(fct.shape[1]),
-                          "fct": col(fct), "elapsed": col(elapsed)})
+                          "fct": col(fct), "elapsed": col(elapsed), "arrival": True})
 
 
 class Control:
@@ -460,7 +461,7 @@ class Control:
         nbytes = key[2] * _itemsize(key[1])
         for f in range(p.nflows):
             out.write(json.dumps({"epoch": e, "version": ver, "flow": f, "chunk": int(p.chunk[f]), "step": int(p.step[f]), "src": int(p.src[f]),
-                                  "dst": int(p.dst[f]), "bytes": float(p.fraction[f]) * nbytes, "fct": float(fct[f])}) + "\n")
+                                  "dst": int(p.dst[f]), "bytes": float(p.fraction[f]) * nbytes, "arrival": float(fct[f])}) + "\n")
         if elapsed > 0:  # 0 under the test hook: the tuner then uses the critical path
             out.write(json.dumps({"epoch": e, "version": ver, "elapsed": elapsed}) + "\n")
         out.flush()

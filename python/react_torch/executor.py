@@ -1,30 +1,33 @@
 """The pattern executor (the paper's RCollective): runs one collective as its
-pattern's point-to-point flows on an inner process group, and times every
-flow this rank receives.
+pattern's point-to-point flows on an inner process group, and records when
+every flow this rank receives arrived.
 
-Per step a rank posts all its sends and receives at once (one message per
-(step, src, dst): the flows of a message travel as one buffer, in flow order
-on both sides), then applies what it received. A message larger than one
-segment travels as several, so that reducing a segment that has arrived
-overlaps with receiving the next (Gloo's own ring does the same).
+The flows of one (step, src, dst) travel as one message (one buffer, in flow
+order on both sides); a message larger than one segment travels as several.
 
-CPU (Gloo): a flow's completion time is stamped when its message's last
-segment arrives, measured from the moment the rank posted the step; it
-includes waiting for a late sender, as the paper's event pairs do. Gloo's
-point-to-point works complete only in wait(), so one pool thread per
-received message waits and stamps (wait releases the GIL) while the
-training thread applies segments in a fixed order (deterministic results).
+CPU (Gloo): a dataflow (_Dataflow). A message is sent, segment by segment, as
+soon as the segments it carries have arrived and been applied at this rank
+(the layout's preds: Go's dependency rule, the one the simulator and the
+link model's replay follow), so a tree or a ring streams as Gloo's own do
+and no flow waits for a step's slowest flow. A flow's record is its arrival:
+when its message's last segment arrived, in seconds from the moment this
+rank entered the call; the leader's tuner turns arrivals into durations by
+the same rule (critpath.DAG.Durations). Gloo's point-to-point works complete
+only in wait(), so one pool thread per received message waits and reports
+while the calling thread applies segments in a fixed order (deterministic
+results).
 
 CUDA (NCCL): each step's sends and receives form one coalesced batch
 (lazily created pair communicators deadlock on cyclic first steps); CUDA
-events around the batch time the step, so every flow a rank receives in a
-step gets the step's time. The events are read off the training thread
-(the control thread calls the returned timer). Not run here: no GPU.
+events around the batches give each step's end from the first step's start,
+the arrival of every flow a rank receives in that step. The events are read
+off the training thread (the control thread calls the returned timer). Not
+run here: no GPU.
 """
 
 from __future__ import annotations
 
-import threading
+import queue
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Dict, List, Optional, Tuple, Union
@@ -122,35 +125,16 @@ def _segments(n: int, itemsize: int, seg_bytes: int = SEGMENT_BYTES) -> List[Tup
     return [(bounds[i], bounds[i + 1]) for i in range(k) if bounds[i + 1] > bounds[i]]
 
 
-def _overlap(a: List[torch.Tensor], b: List[torch.Tensor]) -> bool:
-    """Whether any view in a shares elements with any view in b (all are
-    contiguous views of one flat buffer)."""
-    if not a or not b:
-        return False
-    ra = sorted((x.storage_offset(), x.storage_offset() + x.numel()) for x in a if x.numel())
-    rb = sorted((x.storage_offset(), x.storage_offset() + x.numel()) for x in b if x.numel())
-    i = j = 0
-    while i < len(ra) and j < len(rb):
-        if ra[i][0] < rb[j][1] and rb[j][0] < ra[i][1]:
-            return True
-        if ra[i][1] <= rb[j][1]:
-            i += 1
-        else:
-            j += 1
-    return False
-
-
 class _Recv:
     """One message being received: its buffer, its segments' works, and
     where each segment's elements go."""
 
-    __slots__ = ("msg", "buf", "parts", "kinds", "segs", "works", "done", "stamp", "what", "peer")
+    __slots__ = ("msg", "buf", "parts", "kinds", "segs", "works", "stamp", "what", "peer")
 
     def __init__(self, msg: Message, buf: torch.Tensor, parts: List[torch.Tensor], kinds: List[int], segs: List[Tuple[int, int]],
                  what: str = "collective", peer: str = ""):
         self.msg, self.buf, self.parts, self.kinds, self.segs = msg, buf, parts, kinds, segs
         self.works: list = []
-        self.done = [threading.Event() for _ in segs]
         self.stamp = 0.0
         self.what, self.peer = what, peer or str(msg.src)
 
@@ -159,21 +143,6 @@ class _Recv:
             w.wait()
         except Exception as e:
             raise PeerError(self.what, self.msg.step, "receiving from", self.peer, e) from e
-
-    def wait_all(self) -> None:
-        for w, ev in zip(self.works, self.done):
-            self._wait(w)
-            ev.set()
-        self.stamp = time.perf_counter()
-
-    def wait_all_applying(self, reduce: Optional[str]) -> None:
-        """wait_all on the calling thread, applying each segment as it
-        arrives when reduce is given."""
-        for i, w in enumerate(self.works):
-            self._wait(w)
-            if reduce is not None:
-                self.apply(i, reduce)
-        self.stamp = time.perf_counter()
 
     def apply(self, i: int, reduce: str) -> None:
         """Applies segment i's elements to the parts it covers."""
@@ -195,6 +164,195 @@ class _Recv:
                 break
 
 
+def _spans(parts: List[torch.Tensor], base: int) -> List[Tuple[int, int]]:
+    """The element ranges of views of one flat buffer, from its start."""
+    return [(x.storage_offset() - base, x.storage_offset() - base + x.numel()) for x in parts if x.numel()]
+
+
+def _meet(a: List[Tuple[int, int]], b: List[Tuple[int, int]]) -> bool:
+    return any(x0 < y1 and y0 < x1 for x0, x1 in a for y0, y1 in b)
+
+
+class _Dataflow:
+    """One CPU call run as a dataflow. Every receive is posted at the start
+    (into place where nothing else reads or writes its elements first, else
+    into scratch); a waiter thread per message reports each segment's
+    arrival; the calling thread applies segments (a reduce or a copy) and
+    sends each outgoing segment as soon as the segments it carries have
+    been applied (segment by segment where the send covers exactly the
+    elements of the receive it waits for: a tree or a ring streams).
+
+    Order, for exact and deterministic results: the receives that touch
+    the same elements are applied in step order; a receive is applied only
+    after every send of its step or earlier that reads its elements has
+    completed; sends to one peer go in step order (tags repeat every
+    TAG_STEPS steps and Gloo matches a tag in order)."""
+
+    def __init__(self, ex: "Executor", p: Pattern, pl: Plan, work: torch.Tensor, reduce: str, salt: int):
+        self.ex, self.p, self.pl, self.work, self.reduce, self.salt = ex, p, pl, work, reduce, salt
+        self.what = f"{p.op} of {work.numel()} {str(work.dtype).replace('torch.', '')} ({p.algo} pattern)"
+
+    def run(self) -> Dict[int, float]:
+        ex, p, pl, work = self.ex, self.p, self.pl, self.work
+        t0 = time.perf_counter()
+        item, base = work.element_size(), work.storage_offset()
+        out = [ex._parts(p, pl, m.flows, work) for m in pl.sends]
+        into = [ex._parts(p, pl, m.flows, work) for m in pl.recvs]
+        sspan = [_spans(x, base) for x in out]
+        rspan = [_spans(x, base) for x in into]
+        ns, nr = len(pl.sends), len(pl.recvs)
+        # per receive: the receive before it on the same elements, and the
+        # sends of its step or earlier that read them
+        after = [-1] * nr
+        war: List[List[int]] = [[] for _ in range(nr)]
+        for j in range(nr):
+            for k in range(j - 1, -1, -1):
+                if _meet(rspan[j], rspan[k]):
+                    after[j] = k
+                    break
+            war[j] = [i for i, m in enumerate(pl.sends) if m.step <= pl.recvs[j].step and _meet(sspan[i], rspan[j])]
+        fct: Dict[int, float] = {}
+        recvs: List[Optional[_Recv]] = []
+        need = 0
+        specs = []
+        for j, m in enumerate(pl.recvs):
+            kinds = ex._kinds(p, m, len(into[j]))
+            n = sum(x.numel() for x in into[j])
+            direct = (len(into[j]) == 1 and kinds[0] == COPY and after[j] < 0 and not war[j]
+                      and not any(_meet(rspan[j], rspan[k]) for k in range(j + 1, nr)))
+            specs.append((kinds, n, direct, need))
+            need += 0 if direct or n == 0 else n
+        scratch = ex._scratch(need, work) if need else None
+        # post every receive, in step order
+        for j, m in enumerate(pl.recvs):
+            kinds, n, direct, off = specs[j]
+            if n == 0:
+                for f in m.flows:
+                    fct[f] = 1e-9
+                recvs.append(None)
+                continue
+            buf = into[j][0] if direct else scratch[off : off + n]
+            r = _Recv(m, None if direct else buf, into[j], kinds, _segments(n, item, ex.segment_bytes), self.what, ex.peer(m.src))
+            for i, (a, b) in enumerate(r.segs):
+                r.works.append(ex.pg.recv([buf[a:b]], m.src, tag(self.salt, m, i)))
+            recvs.append(r)
+        events: "queue.SimpleQueue" = queue.SimpleQueue()
+        live = [r for r in recvs if r is not None]
+        pool = ex._pool(len(live))
+        for j, r in enumerate(recvs):
+            if r is not None:
+                pool.submit(_wait_segments, r, j, events)
+        # what has been applied: segments per receive (a receive of no
+        # elements counts as done)
+        done = [len(r.segs) if r is not None else 0 for r in recvs]
+        applied = [0 if r is not None else 0 for r in recvs]
+        arrived = [0] * nr
+        full = [r is None for r in recvs]
+        # sends: their buffers, segments, what each segment waits for
+        sbuf: List[Optional[torch.Tensor]] = [None] * ns
+        ssegs: List[List[Tuple[int, int]]] = [[] for _ in range(ns)]
+        aligned: List[List[bool]] = [[] for _ in range(ns)]
+        sent = [0] * ns  # segments issued
+        works: List[List] = [[] for _ in range(ns)]
+        for i, m in enumerate(pl.sends):
+            n = sum(x.numel() for x in out[i])
+            ssegs[i] = _segments(n, item, ex.segment_bytes) if n else []
+            aligned[i] = [recvs[j] is not None and rspan[j] == sspan[i] and recvs[j].segs == ssegs[i] for j in pl.deps[i]]
+        peer_next: Dict[int, int] = {}  # per peer: the next send (index) it may take, in step order
+        per_peer: Dict[int, List[int]] = {}
+        for i, m in enumerate(pl.sends):
+            per_peer.setdefault(m.dst, []).append(i)
+
+        def ready(i: int, seg: int) -> bool:
+            for ok, j in zip(aligned[i], pl.deps[i]):
+                if not (applied[j] > seg if ok else full[j]):
+                    return False
+            return True
+
+        def issue() -> None:
+            for peer, order in per_peer.items():
+                k = peer_next.get(peer, 0)
+                while k < len(order):
+                    i = order[k]
+                    m = pl.sends[i]
+                    while sent[i] < len(ssegs[i]) and ready(i, sent[i]):
+                        if sbuf[i] is None:
+                            sbuf[i] = out[i][0] if len(out[i]) == 1 else torch.cat(out[i])
+                        a, b = ssegs[i][sent[i]]
+                        works[i].append(ex.pg.send([sbuf[i][a:b]], m.dst, tag(self.salt, m, sent[i])))
+                        sent[i] += 1
+                    if sent[i] < len(ssegs[i]):
+                        break
+                    k += 1
+                peer_next[peer] = k
+
+        def wait_sends(idx: List[int]) -> None:
+            for i in idx:
+                if sent[i] < len(ssegs[i]):
+                    raise RuntimeError(f"react_torch: {self.what}: send {i} of step {pl.sends[i].step} not issued before a later receive "
+                                       f"overwrites its elements (please report)")
+                for w in works[i]:
+                    try:
+                        w.wait()
+                    except Exception as e:
+                        raise PeerError(self.what, pl.sends[i].step, "sending to", ex.peer(pl.sends[i].dst), e) from e
+                works[i] = []
+
+        def apply_what_can() -> None:
+            progress = True
+            while progress:
+                progress = False
+                for j, r in enumerate(recvs):
+                    if r is None or full[j] or applied[j] >= arrived[j]:
+                        continue
+                    if after[j] >= 0 and not full[after[j]]:
+                        continue
+                    if applied[j] == 0 and war[j]:
+                        wait_sends(war[j])
+                    r.apply(applied[j], self.reduce)
+                    applied[j] += 1
+                    if applied[j] == done[j]:
+                        full[j] = True
+                        for f in r.msg.flows:
+                            fct[f] = max(r.stamp - t0, 1e-9)
+                    progress = True
+                    issue()
+
+        issue()
+        left = sum(1 for r in recvs if r is not None)
+        while left:
+            try:
+                ev = events.get(timeout=0.5)
+            except queue.Empty:
+                continue
+            if isinstance(ev, BaseException):
+                raise ev
+            j, i = ev
+            arrived[j] = i + 1
+            apply_what_can()
+            left = sum(1 for j2, r in enumerate(recvs) if r is not None and not full[j2])
+        issue()
+        for i in range(ns):
+            if sent[i] < len(ssegs[i]):
+                raise RuntimeError(f"react_torch: {self.what}: send of step {pl.sends[i].step} never became ready (please report)")
+        wait_sends(list(range(ns)))
+        return fct
+
+
+def _wait_segments(r: _Recv, j: int, events: "queue.SimpleQueue") -> None:
+    """Waits for a receive's segments in order, reporting each (j, i) and
+    stamping the receive when the last has arrived; a failure is
+    reported as the exception."""
+    try:
+        for i, w in enumerate(r.works):
+            r._wait(w)
+            if i == len(r.works) - 1:
+                r.stamp = time.perf_counter()
+            events.put((j, i))
+    except BaseException as e:
+        events.put(e)
+
+
 class Executor:
     """Runs plans on one inner group. Not safe for concurrent calls."""
 
@@ -204,11 +362,18 @@ class Executor:
         self.segment_bytes = segment_bytes
         self.global_ranks = global_ranks
         self._threads: Optional[ThreadPoolExecutor] = None
+        self._width = 0
         self._arena: Dict[Tuple[torch.dtype, torch.device], torch.Tensor] = {}
 
-    def _pool(self) -> ThreadPoolExecutor:
-        if self._threads is None:
-            self._threads = ThreadPoolExecutor(max_workers=8, thread_name_prefix="react-recv")
+    def _pool(self, waiters: int = 8) -> ThreadPoolExecutor:
+        """Threads enough for every receive of a call to be waited at once
+        (a Gloo receive completes only in wait(); one that queued behind
+        a late message would be stamped late)."""
+        n = min(max(waiters, 8), 256)
+        if self._threads is None or self._width < n:
+            if self._threads is not None:
+                self._threads.shutdown(wait=False)
+            self._threads, self._width = ThreadPoolExecutor(max_workers=n, thread_name_prefix="react-recv"), n
         return self._threads
 
     def close(self) -> None:
@@ -249,78 +414,14 @@ class Executor:
         return [int(x) for x in p.kind[m.flows]]
 
     def run(self, p: Pattern, pl: Plan, work: torch.Tensor, reduce: str = SUM, salt: int = 0) -> FCT:
-        """Runs the pattern in place on the flat buffer work; returns the FCT
-        (seconds) of every flow this rank receives, or on CUDA a callable
-        that returns them and the collective's GPU time once the GPU is done.
-        salt goes into every tag (CPU; NCCL has no tags)."""
+        """Runs the pattern in place on the flat buffer work; returns the
+        arrival (seconds from this call's start) of every flow this rank
+        receives, or on CUDA a callable that returns them and the
+        collective's GPU time once the GPU is done. salt goes into every
+        tag (CPU; NCCL has no tags)."""
         if work.device.type == "cuda":
             return self._run_cuda(p, pl, work, reduce)
-        fct: Dict[int, float] = {}
-        for sends, recvs in pl.steps:
-            if sends or recvs:
-                self._step(p, pl, work, reduce, sends, recvs, fct, salt)
-        return fct
-
-    def _step(self, p: Pattern, pl: Plan, work: torch.Tensor, reduce: str, sends: List[Message], recvs: List[Message], fct: Dict[int, float],
-              salt: int) -> None:
-        item = work.element_size()
-        what = f"{p.op} of {work.numel()} {str(work.dtype).replace('torch.', '')} ({p.algo} pattern)"
-        t0 = time.perf_counter()
-        out = [self._parts(p, pl, m.flows, work) for m in sends]
-        into = [self._parts(p, pl, m.flows, work) for m in recvs]
-        # A rank that receives into what it sends in the same step (an
-        # exchange) must not touch it before its sends are done.
-        early = not _overlap([x for ps in out for x in ps], [x for ps in into for x in ps])
-        send_works = []
-        for m, parts in zip(sends, out):
-            n = sum(x.numel() for x in parts)
-            if n == 0:
-                continue
-            buf = parts[0] if len(parts) == 1 else torch.cat(parts)
-            for i, (a, b) in enumerate(_segments(n, item, self.segment_bytes)):
-                send_works.append((m, self.pg.send([buf[a:b]], m.dst, tag(salt, m, i))))
-        specs = []
-        need = 0
-        for m, parts in zip(recvs, into):
-            kinds = self._kinds(p, m, len(parts))
-            n = sum(x.numel() for x in parts)
-            direct = early and len(parts) == 1 and kinds[0] == COPY  # straight into place
-            specs.append((m, parts, kinds, n, direct, need))
-            need += 0 if direct else n
-        scratch = self._scratch(need, work) if need else None
-        inbox: List[_Recv] = []
-        for m, parts, kinds, n, direct, off in specs:
-            if n == 0:
-                for f in m.flows:
-                    fct[f] = 1e-9
-                continue
-            buf = parts[0] if direct else scratch[off : off + n]
-            r = _Recv(m, None if direct else buf, parts, kinds, _segments(n, item, self.segment_bytes), what, self.peer(m.src))
-            for i, (a, b) in enumerate(r.segs):
-                r.works.append(self.pg.recv([buf[a:b]], m.src, tag(salt, m, i)))
-            inbox.append(r)
-        waiters = [self._pool().submit(r.wait_all) for r in inbox[1:]]
-        if inbox:
-            inbox[0].wait_all_applying(reduce if early else None)
-        for r, fut in zip(inbox[1:], waiters):
-            if early:
-                for i, ev in enumerate(r.done):
-                    while not ev.wait(timeout=0.5):
-                        if fut.done():
-                            fut.result()  # a failed wait (dead peer) raises here
-                    r.apply(i, reduce)
-            fut.result()
-        for m, w in send_works:
-            try:
-                w.wait()
-            except Exception as e:
-                raise PeerError(what, m.step, "sending to", self.peer(m.dst), e) from e
-        for r in inbox:
-            if not early:
-                for i in range(len(r.segs)):
-                    r.apply(i, reduce)
-            for f in r.msg.flows:
-                fct[f] = max(r.stamp - t0, 1e-9)
+        return _Dataflow(self, p, pl, work, reduce, salt).run()
 
     def _run_cuda(self, p: Pattern, pl: Plan, work: torch.Tensor, reduce: str) -> FCT:
         dev = work.device
@@ -361,11 +462,12 @@ class Executor:
 
         def read() -> Tuple[Dict[int, float], float]:
             out: Dict[int, float] = {}
-            for flows, start, end in timed:
+            first = timed[0][1] if timed else None
+            for flows, _, end in timed:
                 end.synchronize()
-                dt = max(start.elapsed_time(end) / 1e3, 1e-9)
+                at = max(first.elapsed_time(end) / 1e3, 1e-9)  # the step's end from the call's first event
                 for f in flows:
-                    out[f] = dt
+                    out[f] = at
             whole = timed[0][1].elapsed_time(timed[-1][2]) / 1e3 if timed else 0.0
             return out, whole
 

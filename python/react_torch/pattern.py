@@ -34,10 +34,13 @@ class Pattern:
     kind: np.ndarray
     fraction: np.ndarray
     raw: bytes
-    # layout (from libreact): per flow the blocks it carries (allgather), per chunk its owner (reducescatter)
+    # layout (from libreact): per flow the blocks it carries (allgather), per chunk its owner (reducescatter),
+    # per flow the flows it waits for (preds[pred_start[f]:pred_start[f+1]], Go's dependency rule)
     blocks_start: Optional[np.ndarray] = None
     blocks: Optional[np.ndarray] = None
     owner: Optional[np.ndarray] = None
+    pred_start: Optional[np.ndarray] = None
+    preds: Optional[np.ndarray] = None
 
     @property
     def nflows(self) -> int:
@@ -56,6 +59,7 @@ class Pattern:
         if layout is not None:
             ly = msgpack.unpackb(layout, raw=False)
             p.blocks_start, p.blocks, p.owner = _col(ly["start"]), _col(ly["blocks"]), _col(ly["owner"])
+            p.pred_start, p.preds = _col(ly["pred_start"]), _col(ly["preds"])
         return p
 
 
@@ -81,6 +85,11 @@ class Plan:
     """One rank's view of a pattern for a given element count."""
 
     steps: List[Tuple[List[Message], List[Message]]]  # per step: (sends, recvs)
+    # the dataflow view: every message this rank sends and receives, in step
+    # order, and per send the receives (indexes into recvs) it waits for
+    sends: List[Message]
+    recvs: List[Message]
+    deps: List[List[int]]
     # element range of each chunk in the working buffer (all ops but allgather)
     chunk_lo: np.ndarray
     chunk_hi: np.ndarray
@@ -135,6 +144,12 @@ def plan(p: Pattern, rank: int, numel: int) -> Plan:
     steps: List[Tuple[List[Message], List[Message]]] = [([], []) for _ in range(nsteps)]
     for m in order:
         (steps[m.step - 1][0] if m.src == rank else steps[m.step - 1][1]).append(m)
+    sends = [m for st in steps for m in st[0]]
+    recvs = [m for st in steps for m in st[1]]
+    into = {f: j for j, m in enumerate(recvs) for f in m.flows}
+    if p.preds is None:
+        raise ValueError("react_torch: the pattern came without its layout's dependencies (pred_start, preds)")
+    deps = [sorted({into[int(g)] for f in m.flows for g in p.preds[p.pred_start[f] : p.pred_start[f + 1]]}) for m in sends]
     lo, hi = (np.zeros(0, dtype=np.int64),) * 2
     block = 0
     if p.op in ("allgather", "reducescatter"):
@@ -142,4 +157,4 @@ def plan(p: Pattern, rank: int, numel: int) -> Plan:
     if p.op != "allgather":
         lo, hi = chunk_bounds(p, numel)
     peers = sorted({m.dst if m.src == rank else m.src for m in order})
-    return Plan(steps=steps, chunk_lo=lo, chunk_hi=hi, block=block, peers=peers)
+    return Plan(steps=steps, sends=sends, recvs=recvs, deps=deps, chunk_lo=lo, chunk_hi=hi, block=block, peers=peers)

@@ -103,7 +103,7 @@ def test_fct_log_replays(tmp_path):
     last = epochs[-1]
     assert epochs[0] == 2 and 13 <= last <= 29, epochs
     missing = sorted(set(range(2, last + 1)) - set(epochs))
-    assert all(r["fct"] > 0 for r in flows)
+    assert all(r["arrival"] > 0 for r in flows)
     react = os.path.join(ROOT, "build", "react")
     pat = subprocess.run([react, "pattern", "--op", "allreduce", "--algo", "tree", "--ranks", "4", "--format", "json"], check=True, capture_output=True)
     (tmp_path / "p.json").write_bytes(pat.stdout)
