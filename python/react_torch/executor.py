@@ -218,7 +218,10 @@ class _Dataflow:
         for j, m in enumerate(pl.recvs):
             kinds = ex._kinds(p, m, len(into[j]))
             n = sum(x.numel() for x in into[j])
-            direct = (len(into[j]) == 1 and kinds[0] == COPY and after[j] < 0 and not war[j]
+            # into place where what else touches its elements is over before
+            # it can arrive (its data was built from it), and nothing after
+            direct = (len(into[j]) == 1 and kinds[0] == COPY and all(i in pl.before_s[j] for i in war[j])
+                      and all(k in pl.before_r[j] for k in range(j) if _meet(rspan[j], rspan[k]))
                       and not any(_meet(rspan[j], rspan[k]) for k in range(j + 1, nr)))
             specs.append((kinds, n, direct, need))
             need += 0 if direct or n == 0 else n
@@ -237,11 +240,15 @@ class _Dataflow:
                 r.works.append(ex.pg.recv([buf[a:b]], m.src, tag(self.salt, m, i)))
             recvs.append(r)
         events: "queue.SimpleQueue" = queue.SimpleQueue()
-        live = [r for r in recvs if r is not None]
-        pool = ex._pool(len(live))
+        # one waiter a peer: a peer sends to this rank in step order, so its
+        # messages arrive in the order they are waited for
+        by_peer: Dict[int, List[Tuple[int, _Recv]]] = {}
         for j, r in enumerate(recvs):
             if r is not None:
-                pool.submit(_wait_segments, r, j, events)
+                by_peer.setdefault(r.msg.src, []).append((j, r))
+        pool = ex._pool(len(by_peer))
+        for rs in by_peer.values():
+            pool.submit(_wait_segments, rs, events)
         # what has been applied: segments per receive (a receive of no
         # elements counts as done)
         done = [len(r.segs) if r is not None else 0 for r in recvs]
@@ -339,16 +346,17 @@ class _Dataflow:
         return fct
 
 
-def _wait_segments(r: _Recv, j: int, events: "queue.SimpleQueue") -> None:
-    """Waits for a receive's segments in order, reporting each (j, i) and
-    stamping the receive when the last has arrived; a failure is
-    reported as the exception."""
+def _wait_segments(rs: List[Tuple[int, _Recv]], events: "queue.SimpleQueue") -> None:
+    """Waits for receives' segments in order, reporting each (j, i) and
+    stamping a receive when its last has arrived; a failure is reported
+    as the exception."""
     try:
-        for i, w in enumerate(r.works):
-            r._wait(w)
-            if i == len(r.works) - 1:
-                r.stamp = time.perf_counter()
-            events.put((j, i))
+        for j, r in rs:
+            for i, w in enumerate(r.works):
+                r._wait(w)
+                if i == len(r.works) - 1:
+                    r.stamp = time.perf_counter()
+                events.put((j, i))
     except BaseException as e:
         events.put(e)
 
@@ -366,9 +374,9 @@ class Executor:
         self._arena: Dict[Tuple[torch.dtype, torch.device], torch.Tensor] = {}
 
     def _pool(self, waiters: int = 8) -> ThreadPoolExecutor:
-        """Threads enough for every receive of a call to be waited at once
-        (a Gloo receive completes only in wait(); one that queued behind
-        a late message would be stamped late)."""
+        """Threads enough for every peer's receives of a call to be waited
+        at once (a Gloo receive completes only in wait(); one that queued
+        behind another peer's late message would be stamped late)."""
         n = min(max(waiters, 8), 256)
         if self._threads is None or self._width < n:
             if self._threads is not None:

@@ -90,6 +90,11 @@ class Plan:
     sends: List[Message]
     recvs: List[Message]
     deps: List[List[int]]
+    # per receive: this rank's sends and receives whose data it was built
+    # from (its flows' ancestors under the preds): they are over before it
+    # can arrive, so it may land in their elements
+    before_s: List[set]
+    before_r: List[set]
     # element range of each chunk in the working buffer (all ops but allgather)
     chunk_lo: np.ndarray
     chunk_hi: np.ndarray
@@ -150,6 +155,24 @@ def plan(p: Pattern, rank: int, numel: int) -> Plan:
     if p.preds is None:
         raise ValueError("react_torch: the pattern came without its layout's dependencies (pred_start, preds)")
     deps = [sorted({into[int(g)] for f in m.flows for g in p.preds[p.pred_start[f] : p.pred_start[f + 1]]}) for m in sends]
+    out_of = {f: i for i, m in enumerate(sends) for f in m.flows}
+    before_s: List[set] = []
+    before_r: List[set] = []
+    for m in recvs:
+        seen, todo, bs, br = set(m.flows), list(m.flows), set(), set()
+        while todo:
+            f = todo.pop()
+            for g in p.preds[p.pred_start[f] : p.pred_start[f + 1]]:
+                g = int(g)
+                if g not in seen:
+                    seen.add(g)
+                    todo.append(g)
+                    if g in out_of:
+                        bs.add(out_of[g])
+                    if g in into:
+                        br.add(into[g])
+        before_s.append(bs)
+        before_r.append(br)
     lo, hi = (np.zeros(0, dtype=np.int64),) * 2
     block = 0
     if p.op in ("allgather", "reducescatter"):
@@ -157,4 +180,4 @@ def plan(p: Pattern, rank: int, numel: int) -> Plan:
     if p.op != "allgather":
         lo, hi = chunk_bounds(p, numel)
     peers = sorted({m.dst if m.src == rank else m.src for m in order})
-    return Plan(steps=steps, sends=sends, recvs=recvs, deps=deps, chunk_lo=lo, chunk_hi=hi, block=block, peers=peers)
+    return Plan(steps=steps, sends=sends, recvs=recvs, deps=deps, before_s=before_s, before_r=before_r, chunk_lo=lo, chunk_hi=hi, block=block, peers=peers)
