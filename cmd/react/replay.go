@@ -133,7 +133,11 @@ func runReplay(e *env, args []string) int {
 				dag, dagOf = critpath.New(cur), cur
 			}
 			fct = make([]float64, len(fct))
-			dag.Durations(ep.FCT, fct)
+			if cfg.Stepped {
+				critpath.StepDurations(cur, ep.FCT, fct)
+			} else {
+				dag.Durations(ep.FCT, fct)
+			}
 		}
 		dec, err := tu.Observe(ep.Epoch, fct, ep.Elapsed)
 		if err != nil {

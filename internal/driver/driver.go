@@ -62,10 +62,12 @@ type Driver struct {
 	version int    // pattern version of the last epoch observed
 	broken  string // why the tuner panicked, "" while it is sound
 	// arrivals become durations by the dependency rule of the pattern
-	// they ran (wire.FCTBatch.Arrival)
-	dag  *critpath.DAG
-	dagP *ten.Pattern
-	dur  []float64
+	// they ran, or from the receiver's previous step when the tuner reads
+	// FCTs so (wire.FCTBatch.Arrival, tuner.Config.Stepped)
+	stepped bool
+	dag     *critpath.DAG
+	dagP    *ten.Pattern
+	dur     []float64
 
 	// outMu guards the decision apart from mu, so that Decision never waits
 	// for a Submit.
@@ -80,7 +82,7 @@ func New(cfg tuner.Config, initial *ten.Pattern, messageBytes float64) (*Driver,
 	if err != nil {
 		return nil, err
 	}
-	return &Driver{tu: tu, log: zap.NewNop(), last: -1}, nil
+	return &Driver{tu: tu, log: zap.NewNop(), last: -1, stepped: cfg.Stepped}, nil
 }
 
 // SetLogger sets the logger; call it before the driver is shared.
@@ -197,7 +199,11 @@ func (d *Driver) durations(p *ten.Pattern, arrival []float64) []float64 {
 		d.dag, d.dagP = critpath.New(p), p
 	}
 	d.dur = slices.Grow(d.dur[:0], len(arrival))[:len(arrival)]
-	d.dag.Durations(arrival, d.dur)
+	if d.stepped {
+		critpath.StepDurations(p, arrival, d.dur)
+	} else {
+		d.dag.Durations(arrival, d.dur)
+	}
 	return d.dur
 }
 

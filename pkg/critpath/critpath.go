@@ -245,6 +245,32 @@ func (d *DAG) Durations(arrival, dur []float64) {
 	}
 }
 
+// StepDurations is Durations for a step-by-step reading of arrivals: dur[f]
+// is arrival[f] less the latest arrival at f's receiver in an earlier step
+// (0 without one), the receiver's step start, so that every value is one
+// rank's clock against itself (the link model's Stepped replay reads FCTs
+// so). Values below minDuration become minDuration.
+func StepDurations(p *ten.Pattern, arrival, dur []float64) {
+	if len(arrival) != len(p.Flows) || len(dur) != len(p.Flows) {
+		panic(fmt.Sprintf("critpath: %d arrivals, %d durations for %d flows", len(arrival), len(dur), len(p.Flows)))
+	}
+	order := stepOrder(p)
+	last := make([]float64, p.Ranks) // per receiver: latest arrival of the steps before
+	next := make([]float64, p.Ranks)
+	for i := 0; i < len(order); {
+		step := p.Flows[order[i]].Step
+		j := i
+		for ; j < len(order) && p.Flows[order[j]].Step == step; j++ {
+			f := order[j]
+			r := p.Flows[f].Dst
+			dur[f] = max(arrival[f]-last[r], minDuration)
+			next[r] = max(next[r], arrival[f])
+		}
+		copy(last, next)
+		i = j
+	}
+}
+
 // Critical returns the length of a longest path and that path, as flow
 // indexes from first to last. See CriticalAppend for how ties are broken.
 func (d *DAG) Critical(w []float64) (float64, []int32) {

@@ -392,3 +392,14 @@ func TestDurationsInvertsFinish(t *testing.T) {
 		t.Errorf("durations %v, want [2 %g]", got, minDuration)
 	}
 }
+
+// StepDurations times each flow from its receiver's previous step.
+func TestStepDurations(t *testing.T) {
+	// 0->1 and 2->1 at step 1, 1->2 at step 2, 0->2 at step 3
+	p := pat(3, fl(0, 1, 0, 1), fl(0, 1, 2, 1), fl(0, 2, 1, 2), fl(1, 3, 0, 2))
+	got := make([]float64, 4)
+	StepDurations(p, []float64{1, 3, 5, 6}, got)
+	if want := []float64{1, 3, 5, 1}; !slices.Equal(got, want) {
+		t.Errorf("durations %v, want %v", got, want)
+	}
+}

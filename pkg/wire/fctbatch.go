@@ -25,8 +25,10 @@ package wire
 //	                its duration; the driver turns arrivals into durations
 //	                by the pattern's dependency rule (critpath.DAG.Durations:
 //	                a flow starts when the last of its inputs reached its
-//	                sender), the rule the simulator and the link model's
-//	                replay follow
+//	                sender, the rule the simulator and the link model's
+//	                replay follow), or, for a tuner that reads FCTs from the
+//	                receiver's step start (Stepped), from the latest arrival
+//	                at the receiver in an earlier step (StepDurations)
 //
 // Python writes a column as {"dtype": "<f8", "shape": list(a.shape), "data":
 // a.astype("<f8").tobytes()}.

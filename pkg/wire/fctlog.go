@@ -25,7 +25,7 @@ package wire
 //	arrival  number instead of fct: when the flow's last byte reached its
 //	                receiver, seconds from the moment that rank entered the
 //	                call, > 0 (the dataflow executor's record; a reader turns
-//	                arrivals into durations by critpath.DAG.Durations); the
+//	                arrivals into durations as the FCT batch's "arrival" says); the
 //	                flow records of one epoch all carry the same one of the two
 //	elapsed  number collective time of the epoch, seconds, > 0 (epoch
 //	                record only)
