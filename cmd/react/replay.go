@@ -133,7 +133,7 @@ func runReplay(e *env, args []string) int {
 				dag, dagOf = critpath.New(cur), cur
 			}
 			fct = make([]float64, len(fct))
-			if cfg.Stepped {
+			if cfg.ReadsStepped() {
 				critpath.StepDurations(cur, ep.FCT, fct)
 			} else {
 				dag.Durations(ep.FCT, fct)

@@ -63,7 +63,7 @@ type Driver struct {
 	broken  string // why the tuner panicked, "" while it is sound
 	// arrivals become durations by the dependency rule of the pattern
 	// they ran, or from the receiver's previous step when the tuner reads
-	// FCTs so (wire.FCTBatch.Arrival, tuner.Config.Stepped)
+	// FCTs so (wire.FCTBatch.Arrival, tuner.Config.ReadsStepped)
 	stepped bool
 	dag     *critpath.DAG
 	dagP    *ten.Pattern
@@ -82,7 +82,7 @@ func New(cfg tuner.Config, initial *ten.Pattern, messageBytes float64) (*Driver,
 	if err != nil {
 		return nil, err
 	}
-	return &Driver{tu: tu, log: zap.NewNop(), last: -1, stepped: cfg.Stepped}, nil
+	return &Driver{tu: tu, log: zap.NewNop(), last: -1, stepped: cfg.ReadsStepped()}, nil
 }
 
 // SetLogger sets the logger; call it before the driver is shared.

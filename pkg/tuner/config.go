@@ -117,3 +117,8 @@ func (c Config) Validate() error {
 	}
 	return nil
 }
+
+// ReadsStepped says whether the tuner reads an FCT from its receiver's
+// step start (Stepped, Model "react"); the paper's loop, and the link
+// model otherwise, read a flow's own duration.
+func (c Config) ReadsStepped() bool { return c.Stepped && c.Model == ModelReact }

@@ -27,7 +27,7 @@ package wire
 //	                a flow starts when the last of its inputs reached its
 //	                sender, the rule the simulator and the link model's
 //	                replay follow), or, for a tuner that reads FCTs from the
-//	                receiver's step start (Stepped), from the latest arrival
+//	                receiver's step start (Config.ReadsStepped), from the latest arrival
 //	                at the receiver in an earlier step (StepDurations)
 //
 // Python writes a column as {"dtype": "<f8", "shape": list(a.shape), "data":
