@@ -40,15 +40,7 @@ func TestFabricTrialsAreJudgedAndFew(t *testing.T) {
 				}
 				return k
 			}
-			truth := func(q *ten.Pattern) float64 {
-				v, _ := critpath.New(q).Critical(fixture.FCTs(q, msg, func(_ int, f ten.Flow) float64 {
-					if cross(f.Src, f.Dst) {
-						return 1.6
-					}
-					return 1
-				}))
-				return v
-			}
+			truth := func(q *ten.Pattern) float64 { return crossTime(q, cross, 1.6) }
 			trials, changes := 0, 0
 			for e := 0; e < 150; e++ {
 				q, _ := tu.Pattern(e)
@@ -94,15 +86,7 @@ func TestFabricTrialsAreJudgedAndFew(t *testing.T) {
 func TestFabricSpreadTheCollectiveFollows(t *testing.T) {
 	cross := func(a, b int32) bool { return a%2 != b%2 }
 	p, _ := pattern.Generate(ten.AllReduce, "ring", 8, -1)
-	truth := func(q *ten.Pattern) float64 {
-		v, _ := critpath.New(q).Critical(fixture.FCTs(q, msg, func(_ int, f ten.Flow) float64 {
-			if cross(f.Src, f.Dst) {
-				return 1.5
-			}
-			return 1
-		}))
-		return v
-	}
+	truth := func(q *ten.Pattern) float64 { return crossTime(q, cross, 1.5) }
 	for _, follows := range []bool{true, false} {
 		gained, tried := 0, 0
 		for seed := uint64(1); seed <= 4; seed++ {
@@ -157,4 +141,16 @@ func TestFabricSpreadTheCollectiveFollows(t *testing.T) {
 			t.Errorf("%d fabric trials on the spread alone where only the timing spread", tried)
 		}
 	}
+}
+
+// crossTime is q's collective time when the flows whose pair crosses take
+// k times as long.
+func crossTime(q *ten.Pattern, cross func(a, b int32) bool, k float64) float64 {
+	v, _ := critpath.New(q).Critical(fixture.FCTs(q, msg, func(_ int, f ten.Flow) float64 {
+		if cross(f.Src, f.Dst) {
+			return k
+		}
+		return 1
+	}))
+	return v
 }

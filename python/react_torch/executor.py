@@ -252,7 +252,7 @@ class _Dataflow:
         # what has been applied: segments per receive (a receive of no
         # elements counts as done)
         done = [len(r.segs) if r is not None else 0 for r in recvs]
-        applied = [0 if r is not None else 0 for r in recvs]
+        applied = [0] * nr
         arrived = [0] * nr
         full = [r is None for r in recvs]
         # sends: their buffers, segments, what each segment waits for
