@@ -326,8 +326,7 @@ class _Dataflow:
                     issue()
 
         issue()
-        left = sum(1 for r in recvs if r is not None)
-        while left:
+        while not all(full):
             try:
                 ev = events.get(timeout=0.5)
             except queue.Empty:
@@ -337,7 +336,6 @@ class _Dataflow:
             j, i = ev
             arrived[j] = i + 1
             apply_what_can()
-            left = sum(1 for j2, r in enumerate(recvs) if r is not None and not full[j2])
         issue()
         for i in range(ns):
             if sent[i] < len(ssegs[i]):
