@@ -167,14 +167,15 @@ int react_tuner_close(uint64_t h);
 
 /* Runs the tuner over one FCT batch (msgpack "react.fcts/v1", docs/abi.md)
  * on the calling thread; when the batch completed a tuner batch of B
- * epochs, the decision is ready on return. All epochs of a batch
- * ran one pattern version: split batches at a switch epoch. REACT_E_INVALID
- * for malformed bytes or a flow count that does not fit; REACT_E_STATE for
- * epochs not after the last one taken, or a version other than the one in
- * force. A refused batch leaves the tuner as it was, except when it runs
- * past a switch the tuner decided within it: the epochs before the switch
- * are kept (the message says which). REACT_E_PANIC when the tuner failed;
- * it then refuses every later batch with the same message. */
+ * epochs, the decision is ready on return. All epochs of a batch ran one
+ * pattern version: split batches where the runtime switched. Epochs that
+ * ran the pattern in force at or past a decided switch's effective epoch
+ * defer the switch to the epoch after them (the runtime switched later).
+ * REACT_E_INVALID for malformed bytes or a flow count that does not fit;
+ * REACT_E_STATE for epochs not after the last one taken, or a version
+ * other than the one in force. A refused batch leaves the tuner as it was.
+ * REACT_E_PANIC when the tuner failed; it then refuses every later batch
+ * with the same message. */
 int react_tuner_submit(uint64_t h, const uint8_t* batch, size_t len);
 
 /* Fetches the newest pattern the tuner emitted and has not handed out yet.

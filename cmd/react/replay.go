@@ -116,8 +116,25 @@ func runReplay(e *env, args []string) int {
 	defer out.Flush()
 	var dag *critpath.DAG
 	var dagOf *ten.Pattern
+	due, dueAt, lastEpoch, lastVersion := -1, 0, 0, 0 // a switch decided and not yet run
+	line := func(text string, fields map[string]any) {
+		if *format == "json" {
+			writeJSONLine(out, fields)
+		} else {
+			fmt.Fprintln(out, text)
+		}
+	}
 	for _, ep := range epochs {
+		tu.Ran(ep.Epoch, ep.Version) // the runtime switched when the log says
 		cur, v := tu.Pattern(ep.Epoch)
+		if due >= 0 && v == due {
+			if ep.Epoch != dueAt {
+				line(fmt.Sprintf("  version %d ran from epoch %d (due from epoch %d)", v, ep.Epoch, dueAt),
+					map[string]any{"ran": v, "epoch": ep.Epoch, "due": dueAt})
+			}
+			due = -1
+		}
+		lastEpoch, lastVersion = ep.Epoch, ep.Version
 		if v != ep.Version {
 			msg := fmt.Sprintf("epoch %d ran version %d in the log but version %d in the tuner; stopping, the log no longer describes the tuner's pattern", ep.Epoch, ep.Version, v)
 			if *format == "json" {
@@ -128,6 +145,10 @@ func runReplay(e *env, args []string) int {
 			break
 		}
 		fct := ep.FCT
+		if ep.Entry != nil && len(ep.Entry) != cur.Ranks {
+			out.Flush()
+			return fail("%s: epoch %d has entry times of %d ranks, the pattern has %d", logName, ep.Epoch, len(ep.Entry), cur.Ranks)
+		}
 		if ep.Arrival && len(fct) == len(cur.Flows) { // else Observe names the mismatch
 			if dagOf != cur {
 				dag, dagOf = critpath.New(cur), cur
@@ -136,7 +157,7 @@ func runReplay(e *env, args []string) int {
 			if cfg.ReadsStepped() {
 				critpath.StepDurations(cur, ep.FCT, fct)
 			} else {
-				dag.Durations(ep.FCT, fct)
+				dag.Durations(cur, ep.FCT, ep.Entry, fct)
 			}
 		}
 		dec, err := tu.Observe(ep.Epoch, fct, ep.Elapsed)
@@ -147,6 +168,9 @@ func runReplay(e *env, args []string) int {
 		if dec == nil {
 			continue
 		}
+		if dec.Pattern != nil {
+			due, dueAt = dec.NewVersion, dec.Effective
+		}
 		if *format == "json" {
 			err = writeDecisionJSON(out, dec)
 		} else {
@@ -155,6 +179,10 @@ func runReplay(e *env, args []string) int {
 		if err != nil {
 			return fail("%v", err)
 		}
+	}
+	if due >= 0 {
+		line(fmt.Sprintf("version %d, due from epoch %d, never ran: the log ends at epoch %d on version %d", due, dueAt, lastEpoch, lastVersion),
+			map[string]any{"never_ran": due, "due": dueAt, "last_epoch": lastEpoch, "log_version": lastVersion})
 	}
 	if err := out.Flush(); err != nil {
 		fmt.Fprintf(e.stderr, "react replay: writing: %v\n", err)

@@ -90,9 +90,11 @@ func (d *Driver) SetLogger(log *zap.Logger) { d.log = log }
 
 // Submit runs the tuner over one batch; when the batch completed a tuner
 // batch, its decision is ready on return. It checks what it can before the
-// first epoch, so that a refused batch leaves the tuner as it was; only a
-// batch that runs past a switch the tuner decided within it is taken in
-// part, up to the switch.
+// first epoch, so that a refused batch leaves the tuner as it was. Epochs
+// that ran the pattern in force past a switch's effective epoch (the
+// runtime switches when its ranks can agree) defer the switch
+// (tuner.Tuner.Ran), as do those of a batch that runs past a switch the
+// tuner decided within it.
 func (d *Driver) Submit(b *wire.FCTBatch) (err error) {
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -165,20 +167,20 @@ func (d *Driver) observe(b *wire.FCTBatch) error {
 	}
 	for e := range b.Epochs {
 		epoch := b.Epoch0 + e
+		d.tu.Ran(epoch, b.Version)
 		p, v := d.tu.Pattern(epoch)
 		if v != b.Version {
-			if e == 0 {
-				return errorf(State, "epoch %d runs pattern version %d, the batch says version %d", epoch, v, b.Version)
-			}
-			return errorf(State, "epoch %d runs pattern version %d (a switch decided within this batch), the batch says version %d: epochs %d to %d were taken, %d to %d dropped; split batches at the switch epoch",
-				epoch, v, b.Version, b.Epoch0, epoch-1, epoch, b.Epoch0+b.Epochs-1)
+			return errorf(State, "epoch %d runs pattern version %d, the batch says version %d", epoch, v, b.Version)
 		}
 		if len(p.Flows) != b.Flows {
 			return errorf(Invalid, "batch has %d flows per epoch, pattern version %d has %d", b.Flows, v, len(p.Flows))
 		}
 		fct := b.Row(e)
 		if b.Arrival {
-			fct = d.durations(p, fct)
+			if b.Entry != nil && b.Ranks != p.Ranks {
+				return errorf(Invalid, "batch has entry times of %d ranks, pattern version %d has %d", b.Ranks, v, p.Ranks)
+			}
+			fct = d.durations(p, fct, b.EntryRow(e))
 		}
 		dec, err := d.tu.Observe(epoch, fct, b.Elapsed[e])
 		if err != nil {
@@ -192,9 +194,10 @@ func (d *Driver) observe(b *wire.FCTBatch) error {
 	return nil
 }
 
-// durations turns one epoch's arrivals under p into durations, in a buffer
-// the next call reuses (Observe copies what it keeps).
-func (d *Driver) durations(p *ten.Pattern, arrival []float64) []float64 {
+// durations turns one epoch's arrivals under p (and the ranks' entries, or
+// nil) into durations, in a buffer the next call reuses (Observe copies
+// what it keeps).
+func (d *Driver) durations(p *ten.Pattern, arrival, entry []float64) []float64 {
 	if d.dagP != p {
 		d.dag, d.dagP = critpath.New(p), p
 	}
@@ -202,7 +205,7 @@ func (d *Driver) durations(p *ten.Pattern, arrival []float64) []float64 {
 	if d.stepped {
 		critpath.StepDurations(p, arrival, d.dur)
 	} else {
-		d.dag.Durations(arrival, d.dur)
+		d.dag.Durations(p, arrival, entry, d.dur)
 	}
 	return d.dur
 }

@@ -2,6 +2,7 @@ package driver
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -79,14 +80,28 @@ func TestSubmitToDecision(t *testing.T) {
 	}
 }
 
-func TestSubmitRefusals(t *testing.T) {
-	p := pattern.TreeAllReduce(8)
-	d := start(t, p)
+// decided is a driver on p whose tuner, after epochs 0 to 5 with rank 3
+// slow, switches to q from epoch 10.
+func decided(t *testing.T, p *ten.Pattern) (d *Driver, q *ten.Pattern) {
+	t.Helper()
+	d = start(t, p)
 	if err := d.Submit(batch(p, 0, 6, 0, 3)); err != nil {
 		t.Fatal(err)
 	}
-	dec, _, _ := d.Decision(1 << 20)
-	q, _ := wire.DecodeMsgpack(dec.Pattern)
+	dec, ok, _ := d.Decision(1 << 20)
+	if !ok || dec.Effective != 10 {
+		t.Fatalf("decision %v, effective epoch %d, want one from epoch 10", ok, dec.Effective)
+	}
+	q, err := wire.DecodeMsgpack(dec.Pattern)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d, q
+}
+
+func TestSubmitRefusals(t *testing.T) {
+	p := pattern.TreeAllReduce(8)
+	d, q := decided(t, p)
 	for _, tc := range []struct {
 		name string
 		b    *wire.FCTBatch
@@ -95,7 +110,6 @@ func TestSubmitRefusals(t *testing.T) {
 	}{
 		{"epoch again", batch(p, 5, 1, 0, -1), State, "not after the last epoch observed (5)"},
 		{"wrong version", batch(q, 6, 1, 1, -1), State, "epoch 6 runs pattern version 0, the batch says version 1"},
-		{"straddles the switch", batch(p, 6, 6, 0, -1), State, "epochs 6 to 9 were taken, 10 to 11 dropped"},
 		{"flows", batch(pattern.TreeAllReduce(4), 12, 1, 1, -1), Invalid, "batch has 12 flows per epoch, pattern version 1 has 28"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -105,8 +119,17 @@ func TestSubmitRefusals(t *testing.T) {
 			}
 		})
 	}
-	// Epochs 6 to 9 of the straddling batch were taken, the rest left alone.
-	if err := d.Submit(batch(q, 10, 1, 1, -1)); err != nil {
+}
+
+// A batch that ran version 0 past the switch's epoch 10 (the runtime
+// switched later) is taken whole and defers the switch to epoch 12.
+func TestSubmitPastTheSwitch(t *testing.T) {
+	p := pattern.TreeAllReduce(8)
+	d, q := decided(t, p)
+	if err := d.Submit(batch(p, 6, 6, 0, -1)); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Submit(batch(q, 12, 1, 1, -1)); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -235,16 +258,52 @@ func TestSubmitArrivals(t *testing.T) {
 	for e := range arr.Epochs {
 		dag.Finish(dur.Row(e), arr.Row(e))
 	}
-	a, b := start(t, p), start(t, p)
+	// the same flows' arrivals with each rank entering at its own time,
+	// read from that rank's entry, and the entries on a shared clock
+	ent := batch(p, 0, 6, 0, 3)
+	ent.Arrival, ent.Ranks, ent.Entry = true, p.Ranks, make([]float64, 6*p.Ranks)
+	order := make([]int, len(p.Flows))
+	for i := range order {
+		order[i] = i
+	}
+	slices.SortStableFunc(order, func(x, y int) int { return int(p.Flows[x].Step - p.Flows[y].Step) })
+	abs := make([]float64, len(p.Flows))
+	for e := range ent.Epochs {
+		in := ent.EntryRow(e)
+		for r := range in {
+			in[r] = 100 + float64((e*5+r*3)%7)/1024 // late ranks, in exact binary fractions
+		}
+		w, out := dur.Row(e), ent.Row(e)
+		for _, f := range order {
+			fl := p.Flows[f]
+			at := max(in[fl.Src], in[fl.Dst])
+			for _, g := range dag.Preds(f) {
+				at = max(at, abs[g])
+			}
+			abs[f] = at + w[f]
+			out[f] = abs[f] - in[fl.Dst]
+		}
+	}
+	a, b, c := start(t, p), start(t, p), start(t, p)
 	if err := a.Submit(dur); err != nil {
 		t.Fatal(err)
 	}
 	if err := b.Submit(arr); err != nil {
 		t.Fatal(err)
 	}
+	if err := c.Submit(ent); err != nil {
+		t.Fatal(err)
+	}
 	da, oka, _ := a.Decision(1 << 20)
-	db, okb, _ := b.Decision(1 << 20)
-	if !oka || !okb || da.Version != db.Version || da.Effective != db.Effective || !bytes.Equal(da.Pattern, db.Pattern) {
-		t.Fatalf("durations decided %v %+v, their arrivals %v %+v", oka, da, okb, db)
+	for name, d := range map[string]*Driver{"arrivals": b, "arrivals and entries": c} {
+		db, okb, _ := d.Decision(1 << 20)
+		if !oka || !okb || da.Version != db.Version || da.Effective != db.Effective || !bytes.Equal(da.Pattern, db.Pattern) {
+			t.Fatalf("durations decided %v %+v, their %s %v %+v", oka, da, name, okb, db)
+		}
+	}
+	bad := batch(p, 6, 6, 0, 3)
+	bad.Arrival, bad.Ranks, bad.Entry = true, 3, make([]float64, 6*3)
+	if err := a.Submit(bad); err == nil || !strings.Contains(err.Error(), "entry times of 3 ranks, pattern version 0 has 8") {
+		t.Fatalf("entries of 3 ranks for 8: %v", err)
 	}
 }

@@ -226,22 +226,41 @@ func (d *DAG) Finish(w, finish []float64) float64 {
 const minDuration = 1e-9
 
 // Durations is Finish's inverse: given each flow's arrival (its finish,
-// from the moment the rank that saw it entered the collective), it fills
-// dur[f] with arrival[f] less the latest arrival among f's preds (0
-// without preds): the time from the moment the last input of f reached
-// its sender, which is when a dataflow executor sends it, to the moment
-// its last byte reached its receiver. Values below minDuration become
-// minDuration. It panics on lengths other than the flow count and does not
-// allocate.
-func (d *DAG) Durations(arrival, dur []float64) {
+// from the moment its receiver entered the collective), it fills dur[f]
+// with the time from the flow's start to its arrival. A flow starts when
+// the last of its inputs reached its sender (the latest arrival among its
+// preds), which is when a dataflow executor sends it, and not before both
+// its ends entered the call: a send completes only into a posted receive.
+//
+// entry holds each rank's entry into the call on a clock the ranks share,
+// p.Ranks values; each arrival is then read on that clock (entry[dst] +
+// arrival[f]). With entry nil every rank entered at 0: the simulator's
+// setting, and without a shared clock the only reading that compares two
+// ranks' times. Values below minDuration become minDuration. p is the
+// pattern the DAG was built from. It panics on lengths other than the flow
+// and rank counts and does not allocate.
+func (d *DAG) Durations(p *ten.Pattern, arrival, entry, dur []float64) {
 	d.checkLen("arrival", len(arrival))
 	d.checkLen("dur", len(dur))
+	if entry != nil && len(entry) != p.Ranks {
+		panic(fmt.Sprintf("critpath: len(entry) = %d, want %d ranks", len(entry), p.Ranks))
+	}
+	at := func(f int32) float64 { // arrival on the shared clock
+		if entry == nil {
+			return arrival[f]
+		}
+		return entry[p.Flows[f].Dst] + arrival[f]
+	}
 	for k, f := range d.order {
 		start := 0.0
-		for _, g := range d.preds[d.start[k]:d.start[k+1]] {
-			start = max(start, arrival[g])
+		if entry != nil {
+			fl := &p.Flows[f]
+			start = max(entry[fl.Src], entry[fl.Dst])
 		}
-		dur[f] = max(arrival[f]-start, minDuration)
+		for _, g := range d.preds[d.start[k]:d.start[k+1]] {
+			start = max(start, at(g))
+		}
+		dur[f] = max(at(f)-start, minDuration)
 	}
 }
 

@@ -380,16 +380,47 @@ func TestDurationsInvertsFinish(t *testing.T) {
 		fin := make([]float64, len(w))
 		d.Finish(w, fin)
 		got := make([]float64, len(w))
-		d.Durations(fin, got)
+		d.Durations(p, fin, nil, got)
 		if !slices.Equal(got, w) {
 			t.Errorf("pattern %d: durations of Finish's arrivals differ from the weights", i)
 		}
 	}
 	p := pat(3, fl(0, 1, 0, 1), fl(0, 2, 1, 2))
 	got := make([]float64, 2)
-	New(p).Durations([]float64{2, 1.5}, got)
+	New(p).Durations(p, []float64{2, 1.5}, nil, got)
 	if got[0] != 2 || got[1] != minDuration {
 		t.Errorf("durations %v, want [2 %g]", got, minDuration)
+	}
+}
+
+// With entries on a shared clock, a flow's arrival is read on that clock
+// and the flow starts no earlier than both its ends entered: a late
+// receiver's wait is not the flow's, nor is a late sender's.
+func TestDurationsEntries(t *testing.T) {
+	// step 1: 0->1 (chunk 0) and 2->1 (chunk 1); step 2: 1->2 (chunk 0)
+	p := pat(3, fl(0, 1, 0, 1), fl(1, 1, 2, 1), fl(0, 2, 1, 2))
+	for _, c := range []struct {
+		name    string
+		arrival []float64
+		entry   []float64
+		want    []float64
+	}{
+		{"entered together", []float64{1, 2, 4}, []float64{0, 0, 0}, []float64{1, 2, 3}},
+		{"no entries", []float64{1, 2, 4}, nil, []float64{1, 2, 3}},
+		// rank 1 entered 0.5 late: its arrivals are 0.5 later on the shared
+		// clock, and 0->1 waited for it; 1->2 starts at 0->1's arrival (1.5)
+		{"late receiver", []float64{1, 2, 4}, []float64{0, 0.5, 0}, []float64{1, 2, 2.5}},
+		// rank 2 entered 3 late: 2->1 started then; 1->2's receiver was
+		// not there before 3 either
+		{"late sender", []float64{4, 4, 2}, []float64{0, 0, 3}, []float64{4, 1, 1}},
+		// an arrival before its start (clock error) becomes the floor
+		{"clock error", []float64{1, 2, 0.25}, []float64{0, 0, 0.5}, []float64{1, 1.5, minDuration}},
+	} {
+		got := make([]float64, 3)
+		New(p).Durations(p, c.arrival, c.entry, got)
+		if !slices.Equal(got, c.want) {
+			t.Errorf("%s: durations %v, want %v", c.name, got, c.want)
+		}
 	}
 }
 

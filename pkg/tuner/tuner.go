@@ -132,6 +132,21 @@ func New(cfg Config, initial *ten.Pattern, messageBytes float64) (*Tuner, error)
 	return t, nil
 }
 
+// Ran tells the tuner that the runtime ran epoch on version, before the
+// epoch is asked for: a runtime switches when its ranks can agree on it,
+// which may be later than the decision's Effective. When version is the
+// one in force and a switch was due by epoch, the switch waits until the
+// next epoch; the epoch is then observed as the old pattern's, as a lag
+// epoch is (the judge's freshest measure of the old pattern). It reports
+// whether it deferred the switch.
+func (t *Tuner) Ran(epoch, version int) bool {
+	if t.next == nil || version != t.version || epoch < t.next.effective {
+		return false
+	}
+	t.next.effective = epoch + 1
+	return true
+}
+
 // Pattern returns the pattern and version that epoch runs. Epochs must be
 // asked for in order; a pending pattern takes over at its effective epoch.
 func (t *Tuner) Pattern(epoch int) (*ten.Pattern, int) {

@@ -384,3 +384,64 @@ func TestRevertTriesNewTransforms(t *testing.T) {
 		}
 	}
 }
+
+// A runtime that switches later than a decision's Effective says so with
+// Ran: the switch waits, the epochs in between are the old pattern's, and
+// Ran changes nothing otherwise.
+func TestRanDefersASwitch(t *testing.T) {
+	p := pattern.TreeAllReduce(8)
+	tu, err := tuner.New(paperConfig(), p, msg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slow := func(i int, f ten.Flow) float64 {
+		if f.Dst == 3 {
+			return 3
+		}
+		return 1
+	}
+	var d *tuner.Decision
+	e := 0
+	for ; d == nil || d.Pattern == nil; e++ {
+		if e > 60 {
+			t.Fatal("no switch decided under a slow rank")
+		}
+		if tu.Ran(e, 0) {
+			t.Fatalf("epoch %d: deferred with no switch due", e)
+		}
+		cur, _ := tu.Pattern(e)
+		if d, err = tu.Observe(e, fixture.FCTs(cur, msg, slow), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for ; e < d.Effective; e++ { // lag epochs: nothing to defer yet
+		if tu.Ran(e, 0) {
+			t.Fatalf("epoch %d before the switch epoch %d deferred it", e, d.Effective)
+		}
+		cur, _ := tu.Pattern(e)
+		if _, err := tu.Observe(e, fixture.FCTs(cur, msg, slow), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for late := e + 3; e < late; e++ { // the runtime still runs version 0
+		if tu.Ran(e, 1) || !tu.Ran(e, 0) {
+			t.Fatalf("epoch %d: the new version deferred, or the old one did not", e)
+		}
+		cur, v := tu.Pattern(e)
+		if v != 0 {
+			t.Fatalf("epoch %d runs version %d after a deferral", e, v)
+		}
+		if _, err := tu.Observe(e, fixture.FCTs(cur, msg, slow), 0); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if tu.Ran(e, 1) {
+		t.Fatal("the new version's first epoch deferred the switch")
+	}
+	if cur, v := tu.Pattern(e); v != 1 || !reflect.DeepEqual(cur.Flows, d.Pattern.Flows) {
+		t.Fatalf("epoch %d runs version %d, want the decided version 1", e, v)
+	}
+	if tu.Ran(e+1, 1) || tu.Ran(e+1, 0) {
+		t.Fatal("Ran deferred with no switch pending")
+	}
+}

@@ -36,6 +36,7 @@ package wire
 import (
 	"bytes"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
 
@@ -44,6 +45,10 @@ import (
 
 // BatchFormat is the format string of an FCT batch.
 const BatchFormat = "react.fcts/v1"
+
+// maxEntryRanks bounds an entry row: far above any pattern's ranks
+// (ten.MaxRanks), far below what would overflow a column's size.
+const maxEntryRanks = 1 << 20
 
 // maxEpoch bounds epoch numbers so that epoch0+epochs never overflows.
 const maxEpoch = 1 << 48
@@ -62,6 +67,19 @@ type FCTBatch struct {
 	Elapsed []float64
 	// Arrival: FCT holds arrivals, not durations (the format's "arrival").
 	Arrival bool
+	// Ranks is the number of ranks of Entry's rows, 0 without Entry.
+	Ranks int
+	// Entry holds Epochs*Ranks entry times on the ranks' shared clock,
+	// row-major (EntryRow), or nothing.
+	Entry []float64
+}
+
+// EntryRow returns the entry times of epoch Epoch0+e, nil without them.
+func (b *FCTBatch) EntryRow(e int) []float64 {
+	if b.Entry == nil {
+		return nil
+	}
+	return b.Entry[e*b.Ranks : (e+1)*b.Ranks : (e+1)*b.Ranks]
 }
 
 // Row returns the FCTs of epoch Epoch0+e, sharing the batch's storage.
@@ -82,6 +100,14 @@ func (b *FCTBatch) Validate() error {
 		return fmt.Errorf("fct has %d values, want %d (%d epochs x %d flows)", len(b.FCT), int64(b.Epochs)*int64(b.Flows), b.Epochs, b.Flows)
 	case len(b.Elapsed) != b.Epochs:
 		return fmt.Errorf("elapsed has %d values, want %d (one per epoch)", len(b.Elapsed), b.Epochs)
+	case b.Entry == nil && b.Ranks != 0:
+		return fmt.Errorf("ranks %d without entry", b.Ranks)
+	case b.Entry != nil && !b.Arrival:
+		return errors.New("entry without arrival: entry times place arrivals on a shared clock")
+	case b.Entry != nil && (b.Ranks < 1 || b.Ranks > maxEntryRanks):
+		return fmt.Errorf("entry: %d ranks out of range [1, %d]", b.Ranks, maxEntryRanks)
+	case b.Entry != nil && int64(len(b.Entry)) != int64(b.Epochs)*int64(b.Ranks):
+		return fmt.Errorf("entry has %d values, want %d (%d epochs x %d ranks)", len(b.Entry), int64(b.Epochs)*int64(b.Ranks), b.Epochs, b.Ranks)
 	}
 	for i, v := range b.FCT {
 		if !positiveFinite(v) {
@@ -91,6 +117,11 @@ func (b *FCTBatch) Validate() error {
 	for e, v := range b.Elapsed {
 		if !(v >= 0) || math.IsInf(v, 0) {
 			return fmt.Errorf("elapsed: epoch %d: %v, want >= 0 and finite", b.Epoch0+e, v)
+		}
+	}
+	for i, v := range b.Entry {
+		if math.IsNaN(v) || math.IsInf(v, 0) {
+			return fmt.Errorf("entry: epoch %d rank %d: %v, want a finite time", b.Epoch0+i/b.Ranks, i%b.Ranks, v)
 		}
 	}
 	return nil
@@ -106,17 +137,22 @@ func AppendFCTBatch(dst []byte, b *FCTBatch) ([]byte, error) {
 		return dst, fmt.Errorf("wire: fct batch: refusing to encode: %w", err)
 	}
 	w := &appendWriter{b: dst}
-	if cap(dst)-len(dst) < 256+8*(len(b.FCT)+len(b.Elapsed)) {
-		w.b = make([]byte, len(dst), len(dst)+256+8*(len(b.FCT)+len(b.Elapsed)))
+	if size := 256 + 8*(len(b.FCT)+len(b.Elapsed)+len(b.Entry)); cap(dst)-len(dst) < size {
+		w.b = make([]byte, len(dst), len(dst)+size)
 		copy(w.b, dst)
 	}
 	e := encoder{e: msgpack.NewEncoder(w)}
+	keys := 7
 	if b.Arrival {
-		e.do(e.e.EncodeMapLen(8))
+		keys++
+	}
+	if b.Entry != nil {
+		keys++
+	}
+	e.do(e.e.EncodeMapLen(keys))
+	if b.Arrival {
 		e.do(e.e.EncodeString("arrival"))
 		e.do(e.e.EncodeBool(true))
-	} else {
-		e.do(e.e.EncodeMapLen(7))
 	}
 	e.str("format", BatchFormat)
 	e.int("epoch0", int64(b.Epoch0))
@@ -127,7 +163,10 @@ func AppendFCTBatch(dst []byte, b *FCTBatch) ([]byte, error) {
 		name  string
 		shape []int
 		vals  []float64
-	}{{"fct", []int{b.Epochs, b.Flows}, b.FCT}, {"elapsed", []int{b.Epochs}, b.Elapsed}} {
+	}{{"fct", []int{b.Epochs, b.Flows}, b.FCT}, {"elapsed", []int{b.Epochs}, b.Elapsed}, {"entry", []int{b.Epochs, b.Ranks}, b.Entry}} {
+		if c.vals == nil && c.name == "entry" {
+			continue
+		}
 		e.column(c.name, "<f8", c.shape, 8*len(c.vals))
 		if e.err != nil {
 			break
@@ -159,12 +198,12 @@ func decodeFCTBatch(data []byte) (*FCTBatch, error) {
 	if err != nil {
 		return nil, err
 	}
-	names := [...]string{"format", "epoch0", "version", "epochs", "nflows", "fct", "elapsed", "arrival"}
+	names := [...]string{"format", "epoch0", "version", "epochs", "nflows", "fct", "elapsed", "arrival", "entry"}
 	var (
-		ints     [5]int64 // indexed like names; [0] unused
-		fct, ela columnValue
-		arrival  bool
-		seen     int
+		ints          [5]int64 // indexed like names; [0] unused
+		fct, ela, ent columnValue
+		arrival       bool
+		seen          int
 	)
 	limits := [5][2]int64{{}, {0, maxEpoch}, {0, math.MaxInt32}, {1, math.MaxInt32}, {1, math.MaxInt32}}
 	for range n {
@@ -205,6 +244,10 @@ func decodeFCTBatch(data []byte) (*FCTBatch, error) {
 			if err := d.column(key, &ela, 2); err != nil {
 				return nil, err
 			}
+		case "entry":
+			if err := d.column(key, &ent, 2); err != nil {
+				return nil, err
+			}
 		case "arrival":
 			if arrival, err = d.bool(key); err != nil {
 				return nil, err
@@ -219,7 +262,7 @@ func decodeFCTBatch(data []byte) (*FCTBatch, error) {
 		return nil, fmt.Errorf("trailing garbage: %d bytes after the batch map", r.Len())
 	}
 	for i, name := range names {
-		if seen&(1<<i) == 0 && name != "arrival" {
+		if seen&(1<<i) == 0 && name != "arrival" && name != "entry" {
 			return nil, fmt.Errorf("key %q missing", name)
 		}
 	}
@@ -233,6 +276,17 @@ func decodeFCTBatch(data []byte) (*FCTBatch, error) {
 		return nil, fmt.Errorf("elapsed: %w", err)
 	}
 	b.FCT, b.Elapsed = readFloats(fb), readFloats(eb)
+	if ent.present {
+		// the rank count is the column's own second dimension
+		if len(ent.shape) != 2 || ent.shape[1] < 1 || ent.shape[1] > maxEntryRanks {
+			return nil, fmt.Errorf("entry: shape %v, want [%d, ranks] with ranks in [1, %d]", ent.shape, ints[3], maxEntryRanks)
+		}
+		nb, err := ent.check("<f8", 8, []int64{ints[3], ent.shape[1]}, "epochs and the column's ranks")
+		if err != nil {
+			return nil, fmt.Errorf("entry: %w", err)
+		}
+		b.Ranks, b.Entry = int(ent.shape[1]), readFloats(nb)
+	}
 	if err := b.Validate(); err != nil {
 		return nil, err
 	}

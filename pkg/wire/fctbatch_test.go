@@ -26,10 +26,12 @@ func TestFCTBatchRoundTrip(t *testing.T) {
 	}
 	arr := smallBatch()
 	arr.Arrival = true
+	ent := smallBatch()
+	ent.Arrival, ent.Ranks, ent.Entry = true, 3, []float64{0.5, 0.25, -2, 7, 7, 7.125}
 	for _, tc := range []struct {
 		name string
 		b    *wire.FCTBatch
-	}{{"small", smallBatch()}, {"big", big}, {"arrival", arr}} {
+	}{{"small", smallBatch()}, {"big", big}, {"arrival", arr}, {"entry", ent}} {
 		t.Run(tc.name, func(t *testing.T) {
 			enc, err := wire.EncodeFCTBatch(tc.b)
 			if err != nil {
@@ -44,6 +46,9 @@ func TestFCTBatchRoundTrip(t *testing.T) {
 			}
 			if r := got.Row(1); len(r) != tc.b.Flows || r[0] != tc.b.FCT[tc.b.Flows] {
 				t.Fatalf("Row(1) = %v", r)
+			}
+			if r := got.EntryRow(1); len(r) != tc.b.Ranks || (r != nil && r[0] != tc.b.Entry[tc.b.Ranks]) {
+				t.Fatalf("EntryRow(1) = %v", r)
 			}
 			// Appending to a used buffer keeps what was there.
 			buf, err := wire.AppendFCTBatch([]byte("xyz"), tc.b)
@@ -143,6 +148,21 @@ func TestDecodeFCTBatchErrors(t *testing.T) {
 		{"elapsed negative", func(m map[string]any) { col(m, "elapsed")["data"] = f8(-1, 0) }, "elapsed: epoch 5: -1"},
 		{"elapsed shape", func(m map[string]any) { col(m, "elapsed")["shape"] = []int{2, 1} }, "elapsed: shape [2 1] has 2 dimensions, want 1"},
 		{"arrival not a bool", func(m map[string]any) { m["arrival"] = 1 }, "arrival: want a bool, got int"},
+		{"entry without arrival", func(m map[string]any) { m["entry"] = entry(2, 0, 1, 2, 3) }, "entry without arrival"},
+		{"entry 1-d", func(m map[string]any) {
+			m["arrival"], m["entry"] = true, map[string]any{"dtype": "<f8", "shape": []int{2}, "data": f8(0, 1)}
+		}, "entry: shape [2], want [2, ranks]"},
+		{"entry no ranks", func(m map[string]any) { m["arrival"], m["entry"] = true, entry(0, 0) }, "entry: shape [2 0], want [2, ranks]"},
+		{"entry epochs", func(m map[string]any) {
+			m["arrival"], m["entry"] = true, map[string]any{"dtype": "<f8", "shape": []int{3, 1}, "data": f8(0, 1, 2)}
+		}, "entry: shape [3 1], want [2 1]"},
+		{"entry short", func(m map[string]any) {
+			m["arrival"], m["entry"] = true, map[string]any{"dtype": "<f8", "shape": []int{2, 2}, "data": f8(0, 1, 2)}
+		}, "entry: data has 24 bytes, want 32"},
+		{"entry NaN", func(m map[string]any) { m["arrival"], m["entry"] = true, entry(2, 0, 1, math.NaN(), 3) }, "entry: epoch 6 rank 0: NaN"},
+		{"entry huge", func(m map[string]any) {
+			m["arrival"], m["entry"] = true, map[string]any{"dtype": "<f8", "shape": []int{2, 1 << 21}, "data": f8(0)}
+		}, "with ranks in [1, 1048576]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			m := base()
@@ -157,6 +177,11 @@ func TestDecodeFCTBatchErrors(t *testing.T) {
 			}
 		})
 	}
+}
+
+// entry is an entry column of 2 epochs and ranks ranks.
+func entry(ranks int, vals ...float64) map[string]any {
+	return map[string]any{"dtype": "<f8", "shape": []int{2, ranks}, "data": f8(vals...)}
 }
 
 func TestDecodeFCTBatchFraming(t *testing.T) {
@@ -202,6 +227,9 @@ func TestEncodeFCTBatchRefusesInvalid(t *testing.T) {
 		func(b *wire.FCTBatch) { b.Elapsed = nil },
 		func(b *wire.FCTBatch) { b.FCT[0] = -1 },
 		func(b *wire.FCTBatch) { b.Version = -1 },
+		func(b *wire.FCTBatch) { b.Ranks, b.Entry = 1, []float64{0, 0} }, // entry without arrival
+		func(b *wire.FCTBatch) { b.Arrival, b.Ranks, b.Entry = true, 2, []float64{0, 0} },
+		func(b *wire.FCTBatch) { b.Arrival, b.Ranks = true, 2 },
 	} {
 		b := smallBatch()
 		edit(b)
@@ -216,6 +244,10 @@ func FuzzDecodeFCTBatch(f *testing.F) {
 	f.Add(enc)
 	f.Add(enc[:len(enc)/2])
 	f.Add([]byte{0x80})
+	ent := smallBatch()
+	ent.Arrival, ent.Ranks, ent.Entry = true, 2, []float64{0, 1, 2, 3}
+	enc, _ = wire.EncodeFCTBatch(ent)
+	f.Add(enc)
 	f.Fuzz(func(t *testing.T, data []byte) {
 		b, err := wire.DecodeFCTBatch(data)
 		if err != nil {

@@ -9,9 +9,9 @@ package wire
 //	{"epoch": 12, "version": 0, "flow": 5, "chunk": 1, "step": 2, "src": 5, "dst": 3, "bytes": 1000000, "fct": 0.000324}
 //
 // and, at most once per epoch, an epoch record (no "flow" key) carrying the
-// collective's measured time:
+// collective's measured time, the ranks' entries into the call, or both:
 //
-//	{"epoch": 12, "version": 0, "elapsed": 0.0013}
+//	{"epoch": 12, "version": 0, "elapsed": 0.0013, "entry": [0.5, 0.5002, 0.5001]}
 //
 //	epoch    int    epoch number, >= 0; records of one epoch are contiguous,
 //	                epochs increase (gaps are allowed)
@@ -29,6 +29,9 @@ package wire
 //	                flow records of one epoch all carry the same one of the two
 //	elapsed  number collective time of the epoch, seconds, > 0 (epoch
 //	                record only)
+//	entry    array  each rank's entry into the call, seconds on a clock the
+//	                ranks share, finite (epoch record only; the FCT batch's
+//	                "entry", for arrivals)
 //
 // Every epoch lists each of its F flows exactly once. Integers are integer
 // literals; unknown keys are ignored; blank lines are skipped. A reader
@@ -66,6 +69,7 @@ type FCTEpoch struct {
 	Arrival        bool      // FCT holds arrivals, not durations
 	Bytes          []float64 // as logged, 0 where a record gave none
 	Elapsed        float64   // 0 when the epoch had no epoch record
+	Entry          []float64 // the ranks' entries, nil when not logged
 }
 
 func positiveFinite(v float64) bool { return v > 0 && !math.IsInf(v, 0) }
@@ -120,13 +124,14 @@ func EncodeFCTRecord(w io.Writer, r FCTRecord) error {
 
 // fctLine is a record as read; pointers tell absent keys from zeros.
 type fctLine struct {
-	Epoch   *int     `json:"epoch"`
-	Version *int     `json:"version"`
-	Flow    *int     `json:"flow"`
-	Bytes   *float64 `json:"bytes"`
-	FCT     *float64 `json:"fct"`
-	Arrival *float64 `json:"arrival"`
-	Elapsed *float64 `json:"elapsed"`
+	Epoch   *int      `json:"epoch"`
+	Version *int      `json:"version"`
+	Flow    *int      `json:"flow"`
+	Bytes   *float64  `json:"bytes"`
+	FCT     *float64  `json:"fct"`
+	Arrival *float64  `json:"arrival"`
+	Elapsed *float64  `json:"elapsed"`
+	Entry   []float64 `json:"entry"`
 }
 
 // ReadFCTLog reads an FCT log for a pattern of flows flows and groups it by
@@ -202,16 +207,21 @@ func ReadFCTLog(r io.Reader, flows int) ([]FCTEpoch, error) {
 		}
 		if rec.Flow == nil {
 			switch {
-			case rec.Elapsed == nil:
-				return nil, fail(`epoch %d: a record with neither "flow" nor "elapsed"`, epoch)
+			case rec.Elapsed == nil && rec.Entry == nil:
+				return nil, fail(`epoch %d: a record with neither "flow" nor "elapsed" nor "entry"`, epoch)
 			case rec.FCT != nil || rec.Arrival != nil:
 				return nil, fail(`epoch %d: "fct" or "arrival" without "flow"`, epoch)
 			case hasEl:
 				return nil, fail("epoch %d: a second epoch record", epoch)
-			case !positiveFinite(*rec.Elapsed):
+			case rec.Elapsed != nil && !positiveFinite(*rec.Elapsed):
 				return nil, fail("epoch %d: elapsed %v, want a positive finite time", epoch, *rec.Elapsed)
+			case rec.Entry != nil && len(rec.Entry) == 0:
+				return nil, fail("epoch %d: entry is empty, want one time per rank", epoch)
 			}
-			cur.Elapsed, hasEl = *rec.Elapsed, true
+			if rec.Elapsed != nil {
+				cur.Elapsed = *rec.Elapsed
+			}
+			cur.Entry, hasEl = rec.Entry, true
 			continue
 		}
 		f := *rec.Flow
@@ -224,8 +234,8 @@ func ReadFCTLog(r io.Reader, flows int) ([]FCTEpoch, error) {
 			return nil, fail("epoch %d: flow %d out of range [0, %d)", epoch, f, flows)
 		case seen[f]:
 			return nil, fail("epoch %d: duplicate flow %d", epoch, f)
-		case rec.Elapsed != nil:
-			return nil, fail(`epoch %d flow %d: "elapsed" belongs in the epoch record`, epoch, f)
+		case rec.Elapsed != nil || rec.Entry != nil:
+			return nil, fail(`epoch %d flow %d: "elapsed" and "entry" belong in the epoch record`, epoch, f)
 		case rec.FCT == nil:
 			return nil, fail(`epoch %d flow %d: missing "fct"`, epoch, f)
 		case arrival && rec.FCT != rec.Arrival:

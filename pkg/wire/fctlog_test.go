@@ -112,7 +112,10 @@ func TestReadFCTLogErrors(t *testing.T) {
 		{"two epoch records", ok + `{"epoch": 0, "version": 0, "elapsed": 1}` + "\n" + `{"epoch": 0, "version": 0, "elapsed": 1}` + "\n", "line 4: epoch 0: a second epoch record"},
 		{"zero elapsed", ok + `{"epoch": 0, "version": 0, "elapsed": 0}` + "\n", "line 3: epoch 0: elapsed 0"},
 		{"neither flow nor elapsed", ok + `{"epoch": 0, "version": 0}` + "\n", `line 3: epoch 0: a record with neither`},
-		{"elapsed on a flow", `{"epoch": 0, "version": 0, "flow": 0, "fct": 1, "elapsed": 1}` + "\n", `line 1: epoch 0 flow 0: "elapsed" belongs`},
+		{"elapsed on a flow", `{"epoch": 0, "version": 0, "flow": 0, "fct": 1, "elapsed": 1}` + "\n", `line 1: epoch 0 flow 0: "elapsed" and "entry" belong`},
+		{"entry on a flow", `{"epoch": 0, "version": 0, "flow": 0, "fct": 1, "entry": [0]}` + "\n", `line 1: epoch 0 flow 0: "elapsed" and "entry" belong`},
+		{"empty entry", ok + `{"epoch": 0, "version": 0, "entry": []}` + "\n", "line 3: epoch 0: entry is empty"},
+		{"entry not numbers", ok + `{"epoch": 0, "version": 0, "entry": ["a"]}` + "\n", "line 3: json: cannot unmarshal string"},
 		{"negative bytes", `{"epoch": 0, "version": 0, "flow": 0, "fct": 1, "bytes": -5}` + "\n", "line 1: epoch 0 flow 0: bytes -5"},
 		{"epoch record alone", ok + `{"epoch": 1, "version": 0, "elapsed": 1}` + "\n", "end of input (line 3): epoch 1 (from line 3) has 0 of 2 flows"},
 		{"fct and arrival", `{"epoch": 0, "version": 0, "flow": 0, "fct": 1, "arrival": 1}` + "\n", `line 1: epoch 0 flow 0: both "fct" and "arrival"`},
@@ -147,6 +150,10 @@ func TestReadFCTLogLenient(t *testing.T) {
 	arr := `{"epoch": 1, "version": 0, "flow": 0, "arrival": 0.5}` + "\n"
 	if got, err := ReadFCTLog(strings.NewReader(arr), 1); err != nil || !got[0].Arrival || got[0].FCT[0] != 0.5 {
 		t.Fatalf("an arrival record read as %+v, %v", got, err)
+	}
+	ent := `{"epoch": 1, "version": 0, "flow": 0, "arrival": 0.5}` + "\n" + `{"epoch": 1, "version": 0, "entry": [2.5, -1]}` + "\n"
+	if got, err := ReadFCTLog(strings.NewReader(ent), 1); err != nil || !reflect.DeepEqual(got[0].Entry, []float64{2.5, -1}) || got[0].Elapsed != 0 {
+		t.Fatalf("an epoch record of entries alone read as %+v, %v", got, err)
 	}
 	if got, err := ReadFCTLog(strings.NewReader(""), 3); err != nil || len(got) != 0 {
 		t.Fatalf("empty log = %v, %v; want no epochs", got, err)

@@ -196,6 +196,9 @@ func (v *columnValue) check(dtype string, itemsize int, shape []int64, from stri
 		if v.shape[i] != s {
 			return nil, fmt.Errorf("shape %v, want %v (from %s)", v.shape, shape, from)
 		}
+		if s > 0 && want > math.MaxInt64/s {
+			return nil, fmt.Errorf("shape %v: more bytes than a message can hold", shape)
+		}
 		want *= s
 	}
 	if int64(len(v.data)) != want {

@@ -37,6 +37,9 @@ from .work import Work
 log = logging.getLogger("react_torch")
 
 _OPS = ("allreduce", "allgather", "reducescatter", "broadcast", "reduce")
+# REACT_TEST_SLOW_RANK's hold on a message: many times a small call's flows
+# on this machine's loopback, so the tuner sees it through CPU noise
+TEST_HOLD_S = 0.005
 
 _C10dBackend = torch._C._distributed_c10d.Backend
 # A receive nobody sends to: its timeout closes the group (ReactBackend._kill).
@@ -75,12 +78,9 @@ class ReactBackend(Delegated, _C10dBackend):
         self._hier = self._hierarchical(store) if self.layout is not None and self.layout.hierarchical(self.cfg.hosts) else None
         # hierarchical groups: their host phases are Gloo collectives, no tags to carry a call (CallCheck covers them)
         self._ledger = agree.Ledger(store, rank, size, self._kill) if size > 1 and self._hier is None else None
-        ccfg = self.cfg
-        if self._hier is not None and self.cfg.test_slow_rank >= 0:  # the tuner's vertices are hosts
-            ccfg = config.replace(self.cfg, test_slow_rank=self.layout.host(self.cfg.test_slow_rank))
         # one host: nothing crosses a network, nothing to tune
         tuned = size > 1 and self.cfg.tune and not (self._hier is not None and len(self.layout.hosts) == 1)
-        self._control = Control(ccfg, self._ctrl_pg, rank, size, self._decode) if tuned else None
+        self._control = Control(self.cfg, self._ctrl_pg, rank, size, self._decode) if tuned else None
         _live.add(self)
         _held.add(self)
 
@@ -250,7 +250,7 @@ class ReactBackend(Delegated, _C10dBackend):
             self._control.begin(key, st)
         salt = check(st) if check is not None else 0
         t0 = time.perf_counter()
-        fct = {}
+        fct, entry = {}, None
         if work is not None:
             pk = (id(st.pattern), rank, numel)
             pl = self._plans.get(pk)
@@ -262,13 +262,26 @@ class ReactBackend(Delegated, _C10dBackend):
             inner = rail.pg(t) if rail is not None else self._inner(t)
             ex = self._executors.get(id(inner))
             if ex is None:
-                ex = self._executors[id(inner)] = Executor(inner, rank, size, self.cfg.segment_bytes, peers)
-            fct = ex.run(st.pattern, pl, work, reduce, salt)
+                ex = self._executors[id(inner)] = Executor(inner, rank, size, self.cfg.segment_bytes, peers, self._hold_s())
+            entered = time.perf_counter()
+            if work.device.type != "cuda":  # CUDA's step records need no entries
+                entry = (rank, entered)
+            fct = ex.run(st.pattern, pl, work, reduce, salt, entered)
         elapsed = time.perf_counter() - t0
         if self._control is not None:
-            self._control.end(key, st, fct, elapsed)
+            self._control.end(key, st, fct, elapsed, entry)
         else:
             st.epoch += 1
+
+    def _hold_s(self) -> float:
+        """The test hook's hold on every message into this rank: when it is
+        REACT_TEST_SLOW_RANK (on hosts, on that rank's host: every rail)."""
+        slow = self.cfg.test_slow_rank
+        if slow < 0 or self._control is None:
+            return 0.0
+        if self._hier is not None:
+            return TEST_HOLD_S if self.layout.host(slow) == self.layout.host(self._rank) else 0.0
+        return TEST_HOLD_S if slow == self._rank else 0.0
 
     def _admit(self, what: str, *tensors, layouts: bool = False) -> torch.device:
         """Refuses, before anything is queued or sent, a call this process

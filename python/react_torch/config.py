@@ -33,16 +33,15 @@ _FIELDS = {
     "segment_bytes": ("REACT_SEGMENT_BYTES", int, 0, "a message is sent in segments of about this size, so reducing one overlaps receiving the next (0: whole)"),
     "min_calls": ("REACT_MIN_CALLS", int, 3, "a key is tuned only from its this-many-th call on"),
     "check_calls": ("REACT_CHECK_CALLS", bool, False, "also compare every rank's call before any of its data moves, even between the ranks that agree, and on NCCL and hierarchical groups (default: on with TORCH_DISTRIBUTED_DEBUG=DETAIL, as Gloo's own check; it costs about 30% of a 1 MB AllReduce on 4 CPU ranks here). Without it a call's tags carry its signature and a mismatch still fails on every rank"),
-    "test_slow_rank": ("REACT_TEST_SLOW_RANK", int, -1, "test hook: the leader multiplies the FCTs of flows into this rank by 4 before the tuner sees them"),
+    "test_slow_rank": ("REACT_TEST_SLOW_RANK", int, -1, "test hook: every message into this rank (on hosts, into its host) arrives 5 ms late, as if its link were congested (tuned groups only)"),
 }
 
-# Tuner settings the package sets, not the user: the executor records each
-# flow's arrival on its receiver's clock, and the ranks enter a call at
-# different times, so a flow is timed from its receiver's previous step (one
-# clock against itself; the link model's Stepped replay), not from its
-# sender's inputs (another rank's clock: a late leader read as pairs that
-# stand out, on the testbed with nothing to fix).
-_FIXED = {"Stepped": True}
+# Tuner settings the package sets per collective, not the user: Stepped says
+# how the executor that ran it times flows (control.py: the CPU dataflow
+# records arrivals and entries on the group clock, read by the dependency
+# rule; CUDA's step batches record step ends, read from the receiver's
+# previous step).
+_FIXED = ("Stepped",)
 
 _TYPES = {"int": int, "float": float, "string": str, "bool": bool}
 
@@ -98,7 +97,7 @@ class Config:
     def tuner_json(self) -> Dict[str, Any]:
         """What the tuner is told: only what was set, so that a default
         stays Go's."""
-        return {**self.tuner_set, **_FIXED}
+        return dict(self.tuner_set)
 
     def __getattr__(self, name: str) -> Any:
         # a tuner setting (cfg.Lag) reads as set, else as libreact's default

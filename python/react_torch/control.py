@@ -41,7 +41,7 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from . import _lib
+from . import _lib, clock
 from .config import Config
 from .pattern import Pattern
 
@@ -53,6 +53,9 @@ log = logging.getLogger("react_torch")
 DEPTH = 2
 # The time between exchanges that fast calls are batched up to (see _ready).
 EXCHANGE_S = 1.0
+# The group clock's offset is estimated again every this many exchanges
+# (hosts' clocks drift apart by microseconds a minute).
+RESYNC = 64
 
 Key = Tuple[str, str, int, int]  # (op, dtype, numel, root)
 
@@ -68,17 +71,29 @@ class KeyState:
     refused: int = 0  # patterns refused by the check
     waits: int = 0  # epochs that waited for the control plane
     wait_s: float = 0.0
-    # epochs run but not yet exchanged: (epoch, version, pattern, fct, elapsed)
+    # epochs run but not yet exchanged: (epoch, version, pattern, fct,
+    # elapsed, entry: (this rank's rank in the pattern, its entry on the
+    # group clock) or None)
     records: List[Tuple] = dataclasses.field(default_factory=list)
 
 
-def fct_batch(epoch0: int, version: int, fct: np.ndarray, elapsed: np.ndarray) -> bytes:
+def fct_batch(epoch0: int, version: int, fct: np.ndarray, elapsed: np.ndarray, entry: Optional[np.ndarray] = None) -> bytes:
     """Epochs of one version as the FCT batch msgpack (react.fcts/v1,
     pkg/wire/fctbatch.go): fct is epochs x flows of the executor's arrivals
-    (Go turns them into durations), elapsed one per epoch."""
+    (Go turns them into durations), elapsed one per epoch, entry (or None)
+    epochs x ranks of the ranks' entries on the group clock."""
     col = lambda a: {"dtype": "<f8", "shape": list(a.shape), "data": np.ascontiguousarray(a, dtype="<f8").tobytes()}
-    return msgpack.packb({"format": "react.fcts/v1", "epoch0": epoch0, "version": version, "epochs": int(fct.shape[0]), "nflows": int(fct.shape[1]),
-                          "fct": col(fct), "elapsed": col(elapsed), "arrival": True})
+    m = {"format": "react.fcts/v1", "epoch0": epoch0, "version": version, "epochs": int(fct.shape[0]), "nflows": int(fct.shape[1]),
+         "fct": col(fct), "elapsed": col(elapsed), "arrival": True}
+    if entry is not None:
+        m["entry"] = col(entry)
+    return msgpack.packb(m)
+
+
+def _width(p: Pattern) -> int:
+    """Values of one epoch in an exchange: its flows, its elapsed time and
+    its ranks' entries."""
+    return p.nflows + 1 + p.ranks
 
 
 class Control:
@@ -97,7 +112,6 @@ class Control:
         self.error: Optional[BaseException] = None
         self.tuners: Dict[Key, Any] = {}
         self.base: Dict[Key, int] = {}  # our version of a tuner's version 0
-        self.versions_sent: Dict[Key, Tuple[int, int]] = {}  # key -> (version, tuner's switch epoch)
         self.logs: Dict[Key, Any] = {}  # FCT log per key (leader, when asked for)
         self.clock: Optional[Key] = None  # the key whose batches time the exchanges
         self.sent = 0  # exchanges handed to the control thread
@@ -106,6 +120,9 @@ class Control:
         self.answers: List[Tuple[int, List[Tuple[Key, int, int, Pattern]], int]] = []
         self.every = cfg.B  # epochs of the clock key per exchange
         self.messages = 0  # operations on the control group
+        # this rank's perf_counter() plus offset is the leader's (clock.py)
+        self.offset, self.rtt = clock.sync(group, rank, size, cfg.leader)
+        self.messages += 2 * clock.ROUNDS * (size - 1 if rank == cfg.leader else 1)
         self.thread = threading.Thread(target=self._loop, name="react-control", daemon=True)
         self.thread.start()
         # leader: its tuners' thread, the decisions it made and not yet sent
@@ -132,15 +149,18 @@ class Control:
             st.switches += 1
         return e
 
-    def end(self, key: Key, st: KeyState, fct, elapsed: float) -> None:
-        """Records the epoch just run. Every rank calls it for the same keys
-        in the same order, so every rank sends the same exchanges, at the
-        same calls."""
+    def end(self, key: Key, st: KeyState, fct, elapsed: float, entry: Optional[Tuple[int, float]] = None) -> None:
+        """Records the epoch just run; entry is (this rank's rank in the
+        pattern, the perf_counter() it entered the call at), None where it
+        ran no part. Every rank calls it for the same keys in the same
+        order, so every rank sends the same exchanges, at the same calls."""
         e = st.epoch
         st.epoch += 1
         if not st.tuned or e + 1 < self.cfg.min_calls:
             return
-        st.records.append((e, st.version, st.pattern, fct, elapsed))
+        if entry is not None:
+            entry = (entry[0], entry[1] + self.offset)
+        st.records.append((e, st.version, st.pattern, fct, elapsed, entry))
         n, b = len(st.records), self.every
         if n >= b and (self.clock is None or self.clock == key or n >= 2 * b):
             self.clock = key
@@ -223,6 +243,8 @@ class Control:
                     replies, every = self._ready(x, items, at)
                 replies, every = self._broadcast(replies, every)
                 accepted = self._accept(items, replies) if replies else []
+                if x % RESYNC == 0:  # every rank at the same exchange
+                    self.offset, self.rtt = clock.sync(self.group, self.rank, self.size, self.cfg.leader)
                 with self.cv:
                     self.answers.append((x, [(items[i][0], *new) for i, new in accepted], every))
                     self.replied = x
@@ -245,7 +267,6 @@ class Control:
                     t = self.tuners.pop(item[1], None)
                     if t is not None:
                         t.close()
-                    self.versions_sent.pop(item[1], None)
                     continue
                 _, x, items, got = item
                 made = self._decide_all(items, got)
@@ -290,19 +311,22 @@ class Control:
     def _rows(items) -> np.ndarray:
         """This rank's part of an exchange, one float64 vector: per key, per
         epoch, a row of its pattern's flows (NaN where this rank received no
-        such flow) and the epoch's elapsed time. Every rank lays it out
-        alike: the same keys, epochs and versions."""
-        n = sum(p.nflows + 1 for _, recs in items for (_, _, p, _, _) in recs)
+        such flow), the epoch's elapsed time and a slot per rank of the
+        pattern for its entry on the group clock (NaN but this rank's).
+        Every rank lays it out alike: the same keys, epochs and versions."""
+        n = sum(_width(r[2]) for _, recs in items for r in recs)
         out = np.full(n, np.nan)
         off = 0
         for _, recs in items:
-            for _, _, p, fct, elapsed in recs:
+            for _, _, p, fct, elapsed, entry in recs:
                 if callable(fct):  # CUDA: events read here, off the collective thread
                     fct, elapsed = fct()
                 if fct:
                     out[off + np.fromiter(fct.keys(), dtype=np.int64, count=len(fct))] = np.fromiter(fct.values(), dtype=np.float64, count=len(fct))
                 out[off + p.nflows] = elapsed
-                off += p.nflows + 1
+                if entry is not None:
+                    out[off + p.nflows + 1 + entry[0]] = entry[1]
+                off += _width(p)
         return out
 
     # The control group is a bare Gloo group (never registered with
@@ -317,7 +341,8 @@ class Control:
         self.messages += 1
         if not leader:
             return None
-        # every flow has one receiver: its row holds the FCT, the others NaN
+        # every flow has one receiver: its row holds the FCT, the others NaN;
+        # a rank's entry slot is its own (on hosts, the latest of its rails)
         return np.fmax.reduce(torch.stack(outs[0]).numpy(), axis=0)
 
     def _broadcast(self, replies: List[Tuple[int, int, int, bytes]], every: int) -> Tuple[List[Tuple[int, int, int, bytes]], int]:
@@ -383,7 +408,7 @@ class Control:
         they decided is (key, version, the tuner's switch epoch, pattern)."""
         out, off = [], 0
         for i, (key, recs) in enumerate(items):
-            n = sum(p.nflows + 1 for (_, _, p, _, _) in recs)
+            n = sum(_width(r[2]) for r in recs)
             r = self._decide(key, recs, got[off : off + n])
             off += n
             if r is not None:
@@ -395,66 +420,56 @@ class Control:
         one version per submit. A switch takes effect when the answer that
         carries it allows (_ready), which may be later than the tuner asked:
         the epochs that still ran the old pattern past its switch epoch are
-        not fed to it."""
+        fed as such, and the tuner's switch waits for them (Tuner.Ran in
+        Go), so that its judge compares the new pattern with the old one's
+        latest epochs."""
         st = self.keys[key]
-        run: List[Tuple[int, np.ndarray, float]] = []
+        run: List[Tuple[int, np.ndarray, float, Optional[np.ndarray]]] = []
         run_ver, run_pat, decided, off = -1, None, None, 0
+        # CUDA records are step ends, read from the receiver's previous step
+        stepped = callable(recs[0][3])
 
         def flush():
             nonlocal decided
             if run:
-                d = self._submit(key, run, run_ver, run_pat)
+                d = self._submit(key, run, run_ver, run_pat, stepped)
                 if d is not None:
                     decided = d
             run.clear()
 
-        for e, ver, p, _, _ in recs:
+        for e, ver, p, _, _, _ in recs:
             fct = np.nan_to_num(cols[off : off + p.nflows], nan=0.0)
             elapsed = float(np.nan_to_num(cols[off + p.nflows], nan=0.0))
-            off += p.nflows + 1
-            if self.cfg.test_slow_rank >= 0:
-                fct = np.where(p.dst == self.cfg.test_slow_rank, fct * 4, fct)
-                elapsed = 0.0  # let the tuner take the critical path of the inflated FCTs
-            sent = self.versions_sent.get(key)
-            if not (fct > 0).all() or (sent is not None and ver < sent[0] and e >= sent[1]):
+            entry = cols[off + p.nflows + 1 : off + _width(p)]
+            entry = entry.copy() if np.isfinite(entry).all() else None  # a rank ran no part: the tuner reads arrivals alone
+            off += _width(p)
+            if not (fct > 0).all():
                 continue
             if run and (ver != run_ver or e != run[-1][0] + 1):
                 flush()
             run_ver, run_pat = ver, p
-            run.append((e, fct, elapsed))
+            run.append((e, fct, elapsed, entry))
         flush()
         if decided is None:
             return None
         tver, eff, raw = decided
         return tver + self.base[key], eff, raw
 
-    def _submit(self, key: Key, run, ver: int, pat: Pattern) -> Optional[Tuple[int, int, bytes]]:
+    def _submit(self, key: Key, run, ver: int, pat: Pattern, stepped: bool) -> Optional[Tuple[int, int, bytes]]:
         t = self.tuners.get(key)
         if t is None:
             # a tuner numbers its patterns from 0; ours continue from the version in force
-            t = self.tuners[key] = _lib.Tuner(pat.raw, key[2] * _itemsize(key[1]), json.dumps(self.cfg.tuner_json()))
+            t = self.tuners[key] = _lib.Tuner(pat.raw, key[2] * _itemsize(key[1]), json.dumps({**self.cfg.tuner_json(), "Stepped": stepped}))
             self.base[key] = ver
-        fct = np.stack([f for _, f, _ in run])
-        elapsed = np.array([x for _, _, x in run])
-        try:
-            t.submit(fct_batch(run[0][0], ver - self.base[key], fct, elapsed))
-        except _lib.ReactError as exc:
-            # the tuner decided within the run and switches before its end: it
-            # took the epochs up to its switch epoch, the rest ran the old
-            # pattern past it and are not its to see
-            d = t.decision() if exc.code == _lib.E_STATE else None
-            if d is None or not run[0][0] < d[1] <= run[-1][0]:
-                raise
-            taken = [x for x in run if x[0] < d[1]]
-        else:
-            d, taken = t.decision(), run
-        for e, fct, elapsed in taken:  # the log holds what the tuner saw
-            self._write_log(key, e, ver, pat, fct, elapsed)
-        if d is not None:
-            self.versions_sent[key] = (d[0] + self.base[key], d[1])
-        return d
+        fct = np.stack([r[1] for r in run])
+        elapsed = np.array([r[2] for r in run])
+        entry = np.stack([r[3] for r in run]) if all(r[3] is not None for r in run) else None
+        t.submit(fct_batch(run[0][0], ver - self.base[key], fct, elapsed, entry))
+        for e, fct, elapsed, ent in run:  # the log holds what the tuner saw
+            self._write_log(key, e, ver, pat, fct, elapsed, ent if entry is not None else None)
+        return t.decision()
 
-    def _write_log(self, key: Key, e: int, ver: int, p: Pattern, fct: np.ndarray, elapsed: float) -> None:
+    def _write_log(self, key: Key, e: int, ver: int, p: Pattern, fct: np.ndarray, elapsed: float, entry: Optional[np.ndarray]) -> None:
         out = self._log(key)
         if out is None:
             return
@@ -462,8 +477,13 @@ class Control:
         for f in range(p.nflows):
             out.write(json.dumps({"epoch": e, "version": ver, "flow": f, "chunk": int(p.chunk[f]), "step": int(p.step[f]), "src": int(p.src[f]),
                                   "dst": int(p.dst[f]), "bytes": float(p.fraction[f]) * nbytes, "arrival": float(fct[f])}) + "\n")
-        if elapsed > 0:  # 0 under the test hook: the tuner then uses the critical path
-            out.write(json.dumps({"epoch": e, "version": ver, "elapsed": elapsed}) + "\n")
+        rec: Dict[str, Any] = {"epoch": e, "version": ver}
+        if elapsed > 0:
+            rec["elapsed"] = elapsed
+        if entry is not None:
+            rec["entry"] = [float(x) for x in entry]
+        if len(rec) > 2:
+            out.write(json.dumps(rec) + "\n")
         out.flush()
 
 

@@ -192,9 +192,8 @@ class _Dataflow:
         self.ex, self.p, self.pl, self.work, self.reduce, self.salt = ex, p, pl, work, reduce, salt
         self.what = f"{p.op} of {work.numel()} {str(work.dtype).replace('torch.', '')} ({p.algo} pattern)"
 
-    def run(self) -> Dict[int, float]:
+    def run(self, t0: float) -> Dict[int, float]:
         ex, p, pl, work = self.ex, self.p, self.pl, self.work
-        t0 = time.perf_counter()
         item, base = work.element_size(), work.storage_offset()
         out = [ex._parts(p, pl, m.flows, work) for m in pl.sends]
         into = [ex._parts(p, pl, m.flows, work) for m in pl.recvs]
@@ -248,7 +247,7 @@ class _Dataflow:
                 by_peer.setdefault(r.msg.src, []).append((j, r))
         pool = ex._pool(len(by_peer))
         for rs in by_peer.values():
-            pool.submit(_wait_segments, rs, events)
+            pool.submit(_wait_segments, rs, events, ex.hold_s)
         # what has been applied: segments per receive (a receive of no
         # elements counts as done)
         done = [len(r.segs) if r is not None else 0 for r in recvs]
@@ -344,15 +343,17 @@ class _Dataflow:
         return fct
 
 
-def _wait_segments(rs: List[Tuple[int, _Recv]], events: "queue.SimpleQueue") -> None:
+def _wait_segments(rs: List[Tuple[int, _Recv]], events: "queue.SimpleQueue", hold_s: float = 0.0) -> None:
     """Waits for receives' segments in order, reporting each (j, i) and
-    stamping a receive when its last has arrived; a failure is reported
-    as the exception."""
+    stamping a receive when its last has arrived (held hold_s first: the
+    test hook's slow downlink); a failure is reported as the exception."""
     try:
         for j, r in rs:
             for i, w in enumerate(r.works):
                 r._wait(w)
                 if i == len(r.works) - 1:
+                    if hold_s:
+                        time.sleep(hold_s)
                     r.stamp = time.perf_counter()
                 events.put((j, i))
     except BaseException as e:
@@ -363,8 +364,9 @@ class Executor:
     """Runs plans on one inner group. Not safe for concurrent calls."""
 
     def __init__(self, pg: dist.ProcessGroup, rank: int, size: int, segment_bytes: int = SEGMENT_BYTES,
-                 global_ranks: Optional[List[int]] = None):
+                 global_ranks: Optional[List[int]] = None, hold_s: float = 0.0):
         self.pg, self.rank, self.size = pg, rank, size
+        self.hold_s = hold_s  # test hook (REACT_TEST_SLOW_RANK): every message into this rank arrives this much later
         self.segment_bytes = segment_bytes
         self.global_ranks = global_ranks
         self._threads: Optional[ThreadPoolExecutor] = None
@@ -419,15 +421,16 @@ class Executor:
             return [COPY] * nparts
         return [int(x) for x in p.kind[m.flows]]
 
-    def run(self, p: Pattern, pl: Plan, work: torch.Tensor, reduce: str = SUM, salt: int = 0) -> FCT:
+    def run(self, p: Pattern, pl: Plan, work: torch.Tensor, reduce: str = SUM, salt: int = 0, t0: Optional[float] = None) -> FCT:
         """Runs the pattern in place on the flat buffer work; returns the
-        arrival (seconds from this call's start) of every flow this rank
-        receives, or on CUDA a callable that returns them and the
+        arrival (seconds from t0, the perf_counter() the call was entered
+        at, default now) of every flow this rank receives, or on CUDA a
+        callable that returns them (from the first step's start) and the
         collective's GPU time once the GPU is done. salt goes into every
         tag (CPU; NCCL has no tags)."""
         if work.device.type == "cuda":
             return self._run_cuda(p, pl, work, reduce)
-        return _Dataflow(self, p, pl, work, reduce, salt).run()
+        return _Dataflow(self, p, pl, work, reduce, salt).run(time.perf_counter() if t0 is None else t0)
 
     def _run_cuda(self, p: Pattern, pl: Plan, work: torch.Tensor, reduce: str) -> FCT:
         dev = work.device

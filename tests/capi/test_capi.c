@@ -499,7 +499,7 @@ static void test_limits(void) {
     mp_str(&m, "elapsed"); mp_map(&m, 3); mp_str(&m, "dtype"); mp_str(&m, "<f8");
     mp_str(&m, "shape"); mp_array(&m, 1); mp_uint(&m, 0x7fffffff);
     mp_str(&m, "data"); mp_bin(&m, &one, 8);
-    EXPECT(react_tuner_submit(h, m.b, m.n), REACT_E_INVALID, "data has 8 bytes");
+    EXPECT(react_tuner_submit(h, m.b, m.n), REACT_E_INVALID, "more bytes than a message can hold");
     EXPECT(react_tuner_close(h), REACT_OK, "");
     free(p);
     free(m.b);

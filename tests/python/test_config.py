@@ -47,7 +47,7 @@ def test_tuner_settings_come_from_libreact():
     assert listed["Stepped"]["type"] == "bool"  # a property of the executor, not a setting
     assert set(config.tuner_settings()) == set(listed) - {"Stepped"}
     cfg = config.Config()
-    assert cfg.tuner_json() == {"Stepped": True}
+    assert cfg.tuner_json() == {}
     pat = _lib.generate_pattern("allreduce", "ring", 2, -1)
     for name, (typ, default, help_) in config.tuner_settings().items():
         assert getattr(cfg, name) == listed[name]["default"] and isinstance(default, typ) and help_, name
@@ -62,7 +62,7 @@ def test_variables_keep_their_names():
             "MinGain": "REACT_MIN_GAIN", "Confidence": "REACT_CONFIDENCE", "Lag": "REACT_LAG", "Seed": "REACT_SEED"}
     assert {k: config.variable(k) for k in want} == want
     cfg = config.from_env({"REACT_KT_GROWTH": "7", "REACT_TAUR": "0.1", "REACT_EMAX": "3", "REACT_MODEL": "paper"})
-    assert cfg.tuner_json() == {"KtGrowth": 7, "TauR": 0.1, "EMax": 3, "Model": "paper", "Stepped": True}
+    assert cfg.tuner_json() == {"KtGrowth": 7, "TauR": 0.1, "EMax": 3, "Model": "paper"}
     assert config.validate(cfg, 4) == []
 
 
@@ -70,7 +70,7 @@ def test_configure_sets_tuner_settings():
     react_torch.configure(KtGrowth=7)
     try:
         cfg = config.replace(config.from_env({}), **react_torch._overrides)  # as _create builds it
-        assert (cfg.KtGrowth, cfg.tuner_json()) == (7, {"KtGrowth": 7, "Stepped": True})
+        assert (cfg.KtGrowth, cfg.tuner_json()) == (7, {"KtGrowth": 7})
     finally:
         react_torch._overrides.clear()
     with pytest.raises(ValueError, match="unknown option.*kt_growth"):

@@ -359,6 +359,21 @@ def fctlog():
     print("OK fctlog", flush=True)
 
 
+def clocksync():
+    """clock.sync over a bare Gloo group, with rank r's clock set r * 7.25 s
+    ahead of the others' (one machine has one monotonic clock): each rank
+    prints the offset it found and the round trip it is good to."""
+    rank, n, _ = init()
+    from react_torch import clock
+
+    g = dist.ProcessGroupGloo(dist.distributed_c10d._get_default_store(), rank, n)
+    skew = 7.25 * rank
+    off, rtt = clock.sync(g, rank, n, 1, clock=lambda: time.perf_counter() + skew)
+    print(f"CLOCK {rank} {off!r} {rtt!r} {skew - 7.25}", flush=True)
+    dist.destroy_process_group()
+    print("OK clocksync", flush=True)
+
+
 def killed():
     rank, n, gloo = init(timeout=8)
     x = torch.ones(1000)
