@@ -103,16 +103,17 @@ def worker_ddp(iters: int, repeats: int, batch: int, seq: int) -> None:
     from torch.nn.parallel import DistributedDataParallel as DDP
 
     torch.set_num_threads(1)
-    on, off, _ = _groups()
+    on, off, gl = _groups()
     rank = dist.get_rank()
-    models = {name: DDP(_model(), process_group=g) for name, g in (("on", on), ("off", off))}
+    models = {name: DDP(_model(), process_group=g) for name, g in (("on", on), ("off", off), ("gloo", gl))}
     opts = {k: torch.optim.SGD(m.parameters(), lr=1e-3) for k, m in models.items()}
     g = torch.Generator().manual_seed(rank)
     x = torch.randint(0, 8192, (batch, seq), generator=g)
     y = torch.randint(0, 8192, (batch, seq), generator=g)
     times = {k: [] for k in models}
+    orders = (("on", "off", "gloo"), ("off", "gloo", "on"), ("gloo", "on", "off"))
     for it in range(iters * repeats + 2):
-        for k in (("on", "off") if it % 2 == 0 else ("off", "on")):
+        for k in orders[it % 3]:
             dist.barrier(group=off)
             t0 = time.perf_counter()
             opts[k].zero_grad(set_to_none=True)
@@ -120,8 +121,12 @@ def worker_ddp(iters: int, repeats: int, batch: int, seq: int) -> None:
             opts[k].step()
             times[k].append(time.perf_counter() - t0)
     params = sum(p.numel() for p in models["on"].parameters())
+    import react_torch
+
+    switched = {f"{s['op']} {s['numel']}": s["switches"] for s in react_torch.stats(on) if s["switches"]}
     if rank == 0:
-        print("RESULT " + json.dumps({"params": params, "times": {k: v[2:] for k, v in times.items()}, **_counters(on, iters * repeats + 2)}), flush=True)
+        print("RESULT " + json.dumps({"params": params, "times": {k: v[2:] for k, v in times.items()}, "switched": switched,
+                                      **_counters(on, iters * repeats + 2)}), flush=True)
     dist.barrier(group=off)
     dist.destroy_process_group()
 
@@ -198,8 +203,10 @@ def run_ddp(a) -> None:
     print(f"\n## DDP, {r['params'] / 1e6:.1f}M-parameter transformer, {a.ranks} ranks, {a.iters} steps x {a.repeats} repeats (batch {a.batch} x {a.seq})\n")
     print("| measure | min / median / max |\n| --- | --- |")
     print(f"| step time, tuner on / tuner off | {_summary(on_off)} |")
+    print(f"| step time, tuner on / gloo | {_summary(_ratios(r['times'], 'on', 'gloo', a.repeats))} |")
+    print(f"| step time, tuner off / gloo | {_summary(_ratios(r['times'], 'off', 'gloo', a.repeats))} |")
     print(f"| step time (s), tuner off, median | {statistics.median(r['times']['off']):.3f} |")
-    print(f"| pattern switches (tuned group, whole run) | {r['switches']} |")
+    print(f"| pattern switches (tuned group, whole run) | {r['switches']} {r.get('switched') or ''} |")
     print(f"| control-group operations per iteration | {r['msgs_per_iter']:.3f} |")
     print(f"| epochs that waited for the control plane | {r['waits']} ({r['wait_s']:.3f} s) |")
 

@@ -156,8 +156,10 @@ class ReactBackend(Delegated, _C10dBackend):
 
     def control_stats(self) -> dict:
         """The control plane's counters: exchanges answered, operations on
-        the control group, epochs that waited for it and the seconds they
-        waited, pattern switches."""
+        the control group for them, epochs that waited for it and the
+        seconds they waited, pattern switches; the group clock's estimates
+        (clock.py: how many, this rank's offset to the leader and the round
+        trip that bounds its error)."""
         if self._control is None:
             return dict(self._closed_stats) if self._closed_stats else {"exchanges": 0, "control_messages": 0, "waits": 0, "wait_s": 0.0, "switches": 0}
         return self._control.stats()

@@ -122,7 +122,7 @@ class Control:
         self.messages = 0  # operations on the control group
         # this rank's perf_counter() plus offset is the leader's (clock.py)
         self.offset, self.rtt = clock.sync(group, rank, size, cfg.leader)
-        self.messages += 2 * clock.ROUNDS * (size - 1 if rank == cfg.leader else 1)
+        self.syncs = 1
         self.thread = threading.Thread(target=self._loop, name="react-control", daemon=True)
         self.thread.start()
         # leader: its tuners' thread, the decisions it made and not yet sent
@@ -226,7 +226,8 @@ class Control:
     def stats(self) -> Dict[str, Any]:
         keys = list(self.keys.values())
         return {"exchanges": self.replied, "control_messages": self.messages, "waits": sum(s.waits for s in keys),
-                "wait_s": sum(s.wait_s for s in keys), "switches": sum(s.switches for s in keys)}
+                "wait_s": sum(s.wait_s for s in keys), "switches": sum(s.switches for s in keys),
+                "clock_syncs": self.syncs, "clock_offset_s": self.offset, "clock_rtt_s": self.rtt}
 
     # control thread
     def _loop(self) -> None:
@@ -245,6 +246,7 @@ class Control:
                 accepted = self._accept(items, replies) if replies else []
                 if x % RESYNC == 0:  # every rank at the same exchange
                     self.offset, self.rtt = clock.sync(self.group, self.rank, self.size, self.cfg.leader)
+                    self.syncs += 1
                 with self.cv:
                     self.answers.append((x, [(items[i][0], *new) for i, new in accepted], every))
                     self.replied = x
