@@ -49,7 +49,7 @@ vet: deps
 test-go: deps
 	$(GO) test -count=1 ./...
 
-test: vet test-go test-c test-ns3 test-py test-torchsuite-quick test-testbed
+test: vet test-go test-c test-ns3 test-py test-torchsuite-quick test-testbed test-torch-old
 
 # The Python side: one virtual environment per torch version, made once and
 # reused (torch from PyPI is gigabytes); the stamp marks a finished install.
@@ -107,6 +107,19 @@ test-torchsuite: lib venv $(TORCHSUITE_STAMP)
 
 # The emulated cluster's behaviour tests (skipped, with the reason, where
 # network namespaces cannot be made).
+# The oldest torch react supports, where it is a ProcessGroup of its own
+# (torch before 2.14 cannot construct a Backend written in Python): the
+# conformance tests, FSDP2/DTensor/functional collectives and the torch
+# suite's quick share, in a second virtual environment.
+TORCH_OLD     ?= 2.8.0
+OLD_VENV      := $(HOME)/.cache/react-torch/venv-torch$(TORCH_OLD)
+
+.PHONY: test-torch-old
+test-torch-old: lib build
+	$(MAKE) --no-print-directory venv $(OLD_VENV)/.react-torchsuite-ready TORCH_VERSION=$(TORCH_OLD)
+	REACT_LIBRARY=$(CURDIR)/$(LIB) PYTHONPATH=$(CURDIR)/python $(OLD_VENV)/bin/python -m pytest -q -x tests/python/test_conform.py tests/python/test_modern.py
+	REACT_LIBRARY=$(CURDIR)/$(LIB) $(OLD_VENV)/bin/python tests/torchsuite/run.py --quick
+
 .PHONY: test-testbed
 test-testbed: lib venv
 	REACT_LIBRARY=$(CURDIR)/$(LIB) $(VENV_PY) -m pytest -q -rs tests/testbed

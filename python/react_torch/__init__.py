@@ -29,6 +29,8 @@ def backend_of(group=None):
     from .backend import ReactBackend
 
     pg = group if group is not None else dist.distributed_c10d._get_default_group()
+    if isinstance(pg, ReactBackend):  # the ProcessGroup route (torch before 2.14)
+        return pg
     try:
         b = pg._get_backend(torch.device("cpu"))
     except (RuntimeError, AttributeError):
@@ -58,23 +60,17 @@ def _create(opts, backend_options=None):
 
 
 # The oldest torch react runs on (pyproject.toml's lower bound says the same).
-TORCH_FLOOR = "2.14"
+TORCH_FLOOR = "2.8"
 
 
 def _check_torch() -> None:
-    """The backend is a c10d Backend written in Python, which torch can
-    construct from 2.14 on; before, its Backend has no Python constructor
-    and every group creation would fail with pybind's "No constructor
-    defined!" (seen on 2.11, 2.12 and 2.13)."""
-
-    class _Probe(torch._C._distributed_c10d.Backend):
-        pass
-
-    try:
-        _Probe(0, 1)
-    except TypeError as e:
-        raise ImportError(f"react_torch needs torch {TORCH_FLOOR} or newer: torch {torch.__version__} cannot construct a "
-                          f"torch.distributed Backend written in Python ({e})") from None
+    """From 2.14 react is a c10d Backend written in Python; before, torch
+    cannot construct one (pybind's "No constructor defined!"), and react is
+    a ProcessGroup of its own (backend.BACKEND_ROUTE). Older than the floor
+    is refused."""
+    have = tuple(int(x) for x in torch.__version__.split("+")[0].split(".")[:2])
+    if have < tuple(int(x) for x in TORCH_FLOOR.split(".")):
+        raise ImportError(f"react_torch needs torch {TORCH_FLOOR} or newer, this is torch {torch.__version__}")
 
 
 _check_torch()

@@ -38,24 +38,46 @@ log = logging.getLogger("react_torch")
 
 _OPS = ("allreduce", "allgather", "reducescatter", "broadcast", "reduce")
 # REACT_TEST_SLOW_RANK's hold on a message: many times a small call's flows
-# on this machine's loopback, so the tuner sees it through CPU noise
-TEST_HOLD_S = 0.005
+# on this machine's loopback, so the tuner sees it through CPU noise (5 ms
+# was lost in it with a 3 GB pip install beside the tests)
+TEST_HOLD_S = 0.02
 
 _C10dBackend = torch._C._distributed_c10d.Backend
+
+
+def backend_route() -> bool:
+    """Whether torch can construct a c10d Backend written in Python (from
+    2.14): react is then a Backend that torch wraps in its own ProcessGroup.
+    Before, react is a ProcessGroup of its own (the route torch has taken
+    for Python groups since 2.0), with what that route lacks (README)."""
+
+    class _Probe(_C10dBackend):
+        pass
+
+    try:
+        _Probe(0, 1)
+    except TypeError:
+        return False
+    return True
+
+
+BACKEND_ROUTE = backend_route()
+_Base = _C10dBackend if BACKEND_ROUTE else dist.ProcessGroup
 # A receive nobody sends to: its timeout closes the group (ReactBackend._kill).
 # Above every data tag (executor.tag < 2^30) and the call check's.
 _KILL_TAG = agree.CHECK_TAG + 1
 
 
-class ReactBackend(Delegated, _C10dBackend):
-    """One react group's backend. torch calls its methods with c10d's
-    argument lists (and the old method names as well as the new)."""
+class ReactBackend(Delegated, _Base):
+    """One react group's backend (before torch 2.14, its ProcessGroup).
+    torch calls its methods with c10d's argument lists (and the old method
+    names as well as the new)."""
 
     def __init__(self, store, rank: int, size: int, timeout: timedelta, cfg: Optional[Config] = None,
                  group_name: str = "", global_ranks: Optional[List[int]] = None):
         super().__init__(rank, size)
         self._rank, self._size = rank, size
-        self.group_name = group_name
+        self._name, self._desc = group_name, ""
         self.global_ranks = list(global_ranks) if global_ranks else list(range(size))
         self.cfg = cfg or from_env()
         self._timeout = timeout
@@ -96,13 +118,31 @@ class ReactBackend(Delegated, _C10dBackend):
         rail = None
         if i < lay.rails and len(lay.hosts) > 1:
             rail = hier.RailGroup(store, i, h, len(lay.hosts), self._timeout, [self.global_ranks[r] for r in lay.rail(i)])
-        log.info("react_torch: group %s rank %d: hierarchical over %s; host %d, local rank %d%s", self.group_name, rank,
+        log.info("react_torch: group %s rank %d: hierarchical over %s; host %d, local rank %d%s", self._name, rank,
                  lay.describe(), h, i, f", rail {i}" if rail is not None else "")
         return hier.Hier(lay, rank, host, rail, self._pattern_call, self._check)
 
     # ---- identity
     def getBackendName(self) -> str:
         return "react"
+
+    def name(self) -> str:  # the ProcessGroup route's getBackendName
+        return "react"
+
+    if not BACKEND_ROUTE:
+        # A ProcessGroup keeps its name in its backends, and this one has
+        # none: torch's _set_group_name would set nothing and group_name
+        # would raise "ProcessGroup name not set" (destroy_process_group
+        # reads it). Kept here instead; C++ callers that ask the group's
+        # name (native functional collectives) do not see it.
+        group_name = property(lambda self: self._name)
+        group_desc = property(lambda self: self._desc)
+
+        def _set_group_name(self, name: str) -> None:
+            self._name = name
+
+        def _set_group_desc(self, desc: str) -> None:
+            self._desc = desc
 
     # c10d's Python trampoline answers these C++ queries by looking up the
     # Python attribute of the same name, which without an override is the
@@ -117,6 +157,8 @@ class ReactBackend(Delegated, _C10dBackend):
 
     @property
     def options(self):
+        if not BACKEND_ROUTE:
+            raise AttributeError("options: a ProcessGroup-route react group has no c10d Backend options")
         return _C10dBackend.Options("react", self._timeout)
 
     def shutdown(self) -> None:
@@ -572,6 +614,40 @@ class ReactBackend(Delegated, _C10dBackend):
                     self._gloo.allreduce([t]).wait()
 
         return self._submit(fn, [t], t.device, "barrier")
+
+
+def _all_meta(args) -> bool:
+    flat, stack = [], list(args)
+    while stack:
+        a = stack.pop()
+        if isinstance(a, (list, tuple)):
+            stack.extend(a)
+        elif isinstance(a, torch.Tensor):
+            flat.append(a)
+    return bool(flat) and all(t.device.type == "meta" for t in flat)
+
+
+def _meta_noop(method):
+    """On the ProcessGroup route torch calls the group's methods directly,
+    without the dispatcher's meta kernels that make a collective of meta
+    tensors a no-op for its own backends; this does the same."""
+    def call(self, *args, **kwargs):
+        if _all_meta(args):
+            fut = torch.futures.Future()
+            fut.set_result(None)
+            return Work(fut, method.__name__)
+        return method(self, *args, **kwargs)
+
+    call.__name__, call.__doc__ = method.__name__, method.__doc__
+    return call
+
+
+if not BACKEND_ROUTE:
+    for _m in ("allreduce", "broadcast", "reduce", "allgather", "_allgather_base", "allgather_coalesced", "allgather_into_tensor_coalesced",
+               "reduce_scatter", "_reduce_scatter_base", "reduce_scatter_tensor_coalesced", "allreduce_coalesced", "alltoall", "alltoall_base",
+               "send", "recv", "recv_anysource", "gather", "scatter"):
+        if hasattr(ReactBackend, _m):
+            setattr(ReactBackend, _m, _meta_noop(getattr(ReactBackend, _m)))
 
 
 # Live backends, for _at_exit: a job may end without destroy_process_group.

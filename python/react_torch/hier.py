@@ -43,6 +43,11 @@ from .hosts import Layout
 # What Gloo reduces itself (measured on 2 ranks, torch 2.15): every other
 # (dtype, op) runs as a byte all-gather and a local reduction in rank order.
 _GLOO_REDUCE = {torch.float32, torch.float64, torch.float16, torch.bfloat16, torch.int8, torch.int32, torch.int64, torch.uint8}
+# Gloo's _reduce_scatter_base sums whatever reduce op it is asked for on
+# torch 2.8 (MIN, MAX and PRODUCT included; 2.15 honours the op; the
+# versions between are not checked): there only a sum goes to it.
+_GLOO_RS_ANY_OP = tuple(int(x) for x in torch.__version__.split("+")[0].split(".")[:2]) >= (2, 14)
+
 _GLOO_OPS = {"sum": dist.ReduceOp.SUM, "product": dist.ReduceOp.PRODUCT, "min": dist.ReduceOp.MIN, "max": dist.ReduceOp.MAX,
              "band": dist.ReduceOp.BAND, "bor": dist.ReduceOp.BOR, "bxor": dist.ReduceOp.BXOR}
 
@@ -100,7 +105,7 @@ class HostGroup:
         part = inp.numel() // self.size
         if self.size == 1:
             return inp.clone()
-        if self._native(inp, name):
+        if self._native(inp, name) and (name == SUM or _GLOO_RS_ANY_OP or inp.device.type == "cuda"):
             out = torch.empty(part, dtype=inp.dtype, device=inp.device)
             o = dist.ReduceScatterOptions()
             o.reduceOp = _GLOO_OPS[name]

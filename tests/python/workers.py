@@ -375,6 +375,105 @@ def installed():
     print("OK installed", flush=True)
 
 
+FSDP_STEPS = 5
+
+
+def fsdp_model():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.ReLU(), torch.nn.Linear(32, 1))
+
+
+def fsdp_reference(n):
+    """Rank 0's losses of modern()'s FSDP2 run, computed in one process:
+    each step's gradient is the mean of the ranks' (FSDP's reduce-scatter
+    averages), each rank drawing its batches from a generator seeded by its
+    rank."""
+    model = fsdp_model()
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    gens = [torch.Generator().manual_seed(r) for r in range(n)]
+    out = []
+    for _ in range(FSDP_STEPS):
+        xs = [torch.randn(8, 16, generator=g) for g in gens]
+        opt.zero_grad()
+        losses = [torch.nn.functional.mse_loss(model(x), x.sum(dim=1, keepdim=True)) for x in xs]
+        (sum(losses) / n).backward()
+        opt.step()
+        out.append(losses[0].item())
+    return out
+
+
+def _feature(name, fn):
+    """Runs one feature on every rank; rank 0 prints FEATURE name OK, or
+    FEATURE name FAIL and the error's first line."""
+    try:
+        fn()
+        ok, why = True, ""
+    except Exception as e:  # reported, not raised: the next feature runs
+        ok, why = False, f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+    if dist.get_rank() == 0:
+        print(f"FEATURE {name} {'OK' if ok else 'FAIL ' + why}", flush=True)
+
+
+def modern():
+    """What torch users run now, on the default group's backend (react or,
+    with MODERN_BACKEND=gloo, Gloo): the functional collectives, a DTensor
+    redistribution on a DeviceMesh and FSDP2 on a small model; each result
+    against its value computed here, the FSDP2 losses printed for the test
+    to compare between backends."""
+    backend = os.environ.get("MODERN_BACKEND", "react")
+    dist.init_process_group(backend, timeout=timedelta(seconds=60))
+    rank, n = dist.get_rank(), dist.get_world_size()
+    import torch.distributed._functional_collectives as funcol
+    from torch.distributed.device_mesh import init_device_mesh
+    from torch.distributed.tensor import Replicate, Shard, distribute_tensor
+
+    group = dist.group.WORLD
+    full = torch.arange(4 * n, dtype=torch.float32)
+
+    def functional():
+        x = full + rank
+        s = funcol.all_reduce(x, "sum", group).wait()
+        assert torch.equal(s, full * n + sum(range(n))), s
+        g = funcol.all_gather_tensor(torch.full((2,), float(rank)), 0, group).wait()
+        assert torch.equal(g, torch.arange(n, dtype=torch.float32).repeat_interleave(2)), g
+        r = funcol.reduce_scatter_tensor(full.clone(), "sum", 0, group).wait()
+        assert torch.equal(r, (full * n)[rank * 4 : rank * 4 + 4]), r
+
+    def dtensor():
+        mesh = init_device_mesh("cpu", (n,))
+        d = distribute_tensor(full.reshape(n, 4), mesh, [Shard(0)])
+        assert torch.equal(d.to_local(), full.reshape(n, 4)[rank : rank + 1])
+        back = d.redistribute(mesh, [Replicate()]).to_local()
+        assert torch.equal(back, full.reshape(n, 4)), back
+
+    losses = []
+
+    def fsdp2():
+        from torch.distributed.fsdp import fully_shard
+
+        model = fsdp_model()
+        mesh = init_device_mesh("cpu", (n,))
+        for layer in (model[0], model[2]):
+            fully_shard(layer, mesh=mesh)
+        fully_shard(model, mesh=mesh)
+        opt = torch.optim.SGD(model.parameters(), lr=0.05)
+        g = torch.Generator().manual_seed(rank)
+        for _ in range(FSDP_STEPS):
+            x = torch.randn(8, 16, generator=g)
+            loss = torch.nn.functional.mse_loss(model(x), x.sum(dim=1, keepdim=True))
+            opt.zero_grad()
+            loss.backward()
+            opt.step()
+            losses.append(loss.item())
+
+    _feature("functional", functional)
+    _feature("dtensor", dtensor)
+    _feature("fsdp2", fsdp2)
+    print("LOSSES " + " ".join(f"{v:.6f}" for v in losses), flush=True)
+    dist.destroy_process_group()
+    print("OK modern", flush=True)
+
+
 def clocksync():
     """clock.sync over a bare Gloo group, with rank r's clock set r * 7.25 s
     ahead of the others' (one machine has one monotonic clock): each rank
