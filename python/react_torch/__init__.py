@@ -66,7 +66,7 @@ TORCH_FLOOR = "2.8"
 def _check_torch() -> None:
     """From 2.14 react is a c10d Backend written in Python; before, torch
     cannot construct one (pybind's "No constructor defined!"), and react is
-    a ProcessGroup of its own (backend.BACKEND_ROUTE). Older than the floor
+    a ProcessGroup of its own (route.py). Older than the floor
     is refused."""
     have = tuple(int(x) for x in torch.__version__.split("+")[0].split(".")[:2])
     if have < tuple(int(x) for x in TORCH_FLOOR.split(".")):

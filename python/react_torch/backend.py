@@ -4,6 +4,7 @@ from the store it is handed. torch wraps it in its own ProcessGroup and
 registers it for cpu and cuda, so everything that goes through a group's
 backends (group names, destroying subgroups, batch_isend_irecv,
 monitored_barrier, TORCH_DISTRIBUTED_DEBUG's wrapper) works as with Gloo.
+Before torch 2.14 the same class is a ProcessGroup of its own (route.py).
 
 AllReduce, AllGather, ReduceScatter, Broadcast, Reduce and Barrier run as
 patterns (executor.py); everything else is delegated to the inner group and
@@ -26,7 +27,7 @@ from typing import Dict, List, Optional
 import torch
 import torch.distributed as dist
 
-from . import _lib, agree, config, hier, hosts
+from . import _lib, agree, config, hier, hosts, route
 from .config import Config, from_env
 from .control import Control, KeyState
 from .executor import AVG, Executor, check_reduce, reduce_name
@@ -45,30 +46,13 @@ TEST_HOLD_S = 0.02
 _C10dBackend = torch._C._distributed_c10d.Backend
 
 
-def backend_route() -> bool:
-    """Whether torch can construct a c10d Backend written in Python (from
-    2.14): react is then a Backend that torch wraps in its own ProcessGroup.
-    Before, react is a ProcessGroup of its own (the route torch has taken
-    for Python groups since 2.0), with what that route lacks (README)."""
-
-    class _Probe(_C10dBackend):
-        pass
-
-    try:
-        _Probe(0, 1)
-    except TypeError:
-        return False
-    return True
-
-
-BACKEND_ROUTE = backend_route()
-_Base = _C10dBackend if BACKEND_ROUTE else dist.ProcessGroup
 # A receive nobody sends to: its timeout closes the group (ReactBackend._kill).
 # Above every data tag (executor.tag < 2^30) and the call check's.
 _KILL_TAG = agree.CHECK_TAG + 1
 
 
-class ReactBackend(Delegated, _Base):
+@route.adapt
+class ReactBackend(Delegated, route.BASE):
     """One react group's backend (before torch 2.14, its ProcessGroup).
     torch calls its methods with c10d's argument lists (and the old method
     names as well as the new)."""
@@ -129,21 +113,6 @@ class ReactBackend(Delegated, _Base):
     def name(self) -> str:  # the ProcessGroup route's getBackendName
         return "react"
 
-    if not BACKEND_ROUTE:
-        # A ProcessGroup keeps its name in its backends, and this one has
-        # none: torch's _set_group_name would set nothing and group_name
-        # would raise "ProcessGroup name not set" (destroy_process_group
-        # reads it). Kept here instead; C++ callers that ask the group's
-        # name (native functional collectives) do not see it.
-        group_name = property(lambda self: self._name)
-        group_desc = property(lambda self: self._desc)
-
-        def _set_group_name(self, name: str) -> None:
-            self._name = name
-
-        def _set_group_desc(self, desc: str) -> None:
-            self._desc = desc
-
     # c10d's Python trampoline answers these C++ queries by looking up the
     # Python attribute of the same name, which without an override is the
     # binding itself: infinite recursion (batch_isend_irecv asks for
@@ -157,7 +126,7 @@ class ReactBackend(Delegated, _Base):
 
     @property
     def options(self):
-        if not BACKEND_ROUTE:
+        if not route.BACKEND_ROUTE:
             raise AttributeError("options: a ProcessGroup-route react group has no c10d Backend options")
         return _C10dBackend.Options("react", self._timeout)
 
@@ -614,40 +583,6 @@ class ReactBackend(Delegated, _Base):
                     self._gloo.allreduce([t]).wait()
 
         return self._submit(fn, [t], t.device, "barrier")
-
-
-def _all_meta(args) -> bool:
-    flat, stack = [], list(args)
-    while stack:
-        a = stack.pop()
-        if isinstance(a, (list, tuple)):
-            stack.extend(a)
-        elif isinstance(a, torch.Tensor):
-            flat.append(a)
-    return bool(flat) and all(t.device.type == "meta" for t in flat)
-
-
-def _meta_noop(method):
-    """On the ProcessGroup route torch calls the group's methods directly,
-    without the dispatcher's meta kernels that make a collective of meta
-    tensors a no-op for its own backends; this does the same."""
-    def call(self, *args, **kwargs):
-        if _all_meta(args):
-            fut = torch.futures.Future()
-            fut.set_result(None)
-            return Work(fut, method.__name__)
-        return method(self, *args, **kwargs)
-
-    call.__name__, call.__doc__ = method.__name__, method.__doc__
-    return call
-
-
-if not BACKEND_ROUTE:
-    for _m in ("allreduce", "broadcast", "reduce", "allgather", "_allgather_base", "allgather_coalesced", "allgather_into_tensor_coalesced",
-               "reduce_scatter", "_reduce_scatter_base", "reduce_scatter_tensor_coalesced", "allreduce_coalesced", "alltoall", "alltoall_base",
-               "send", "recv", "recv_anysource", "gather", "scatter"):
-        if hasattr(ReactBackend, _m):
-            setattr(ReactBackend, _m, _meta_noop(getattr(ReactBackend, _m)))
 
 
 # Live backends, for _at_exit: a job may end without destroy_process_group.

@@ -11,7 +11,7 @@ import torch
 import torch.distributed as dist
 
 import react_torch
-from react_torch.backend import BACKEND_ROUTE
+from react_torch.route import BACKEND_ROUTE
 
 sys.path.insert(0, os.path.dirname(__file__))
 from workers import data, init, same  # noqa: E402
