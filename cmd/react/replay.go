@@ -154,11 +154,7 @@ func runReplay(e *env, args []string) int {
 				dag, dagOf = critpath.New(cur), cur
 			}
 			fct = make([]float64, len(fct))
-			if cfg.ReadsStepped() {
-				critpath.StepDurations(cur, ep.FCT, fct)
-			} else {
-				dag.Durations(cur, ep.FCT, ep.Entry, fct)
-			}
+			dag.ReadArrivals(cur, cfg.ReadsStepped(), ep.FCT, ep.Entry, fct)
 		}
 		dec, err := tu.Observe(ep.Epoch, fct, ep.Elapsed)
 		if err != nil {

@@ -202,11 +202,7 @@ func (d *Driver) durations(p *ten.Pattern, arrival, entry []float64) []float64 {
 		d.dag, d.dagP = critpath.New(p), p
 	}
 	d.dur = slices.Grow(d.dur[:0], len(arrival))[:len(arrival)]
-	if d.stepped {
-		critpath.StepDurations(p, arrival, d.dur)
-	} else {
-		d.dag.Durations(p, arrival, entry, d.dur)
-	}
+	d.dag.ReadArrivals(p, d.stepped, arrival, entry, d.dur)
 	return d.dur
 }
 

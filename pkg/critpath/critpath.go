@@ -264,6 +264,18 @@ func (d *DAG) Durations(p *ten.Pattern, arrival, entry, dur []float64) {
 	}
 }
 
+// ReadArrivals turns one epoch's arrivals into durations by the rule a
+// tuner reads FCTs by (tuner.Config.ReadsStepped): StepDurations when
+// stepped, else Durations with the ranks' entries (or nil). p is the
+// pattern the DAG was built from.
+func (d *DAG) ReadArrivals(p *ten.Pattern, stepped bool, arrival, entry, dur []float64) {
+	if stepped {
+		StepDurations(p, arrival, dur)
+		return
+	}
+	d.Durations(p, arrival, entry, dur)
+}
+
 // StepDurations is Durations for a step-by-step reading of arrivals: dur[f]
 // is arrival[f] less the latest arrival at f's receiver in an earlier step
 // (0 without one), the receiver's step start, so that every value is one

@@ -27,7 +27,7 @@ from typing import Dict, List, Optional
 import torch
 import torch.distributed as dist
 
-from . import _lib, agree, config, hier, hosts, route
+from . import _lib, agree, hier, hosts, route
 from .config import Config, from_env
 from .control import Control, KeyState
 from .executor import AVG, Executor, check_reduce, reduce_name
@@ -44,8 +44,6 @@ _OPS = ("allreduce", "allgather", "reducescatter", "broadcast", "reduce")
 TEST_HOLD_S = 0.02
 
 _C10dBackend = torch._C._distributed_c10d.Backend
-
-
 # A receive nobody sends to: its timeout closes the group (ReactBackend._kill).
 # Above every data tag (executor.tag < 2^30) and the call check's.
 _KILL_TAG = agree.CHECK_TAG + 1
