@@ -18,8 +18,8 @@ import (
 // the pairs stand out and no count, so the fallback tries the pair
 // history's swaps; each trial is judged on the collective times, a trial
 // that does not gain is reverted and backs the tries off, so the tries
-// stay few and the pattern that runs at the end is no slower than the
-// initial one.
+// stay few (a kept one gained; the reverts are what trying costs) and
+// the pattern that runs at the end is no slower than the initial one.
 func TestFabricTrialsAreJudgedAndFew(t *testing.T) {
 	cross := func(a, b int32) bool { return (a%4 < 2) != (b%4 < 2) }
 	tried := 0
@@ -41,7 +41,7 @@ func TestFabricTrialsAreJudgedAndFew(t *testing.T) {
 				return k
 			}
 			truth := func(q *ten.Pattern) float64 { return crossTime(q, cross, 1.6) }
-			trials, changes := 0, 0
+			trials, changes, reverts := 0, 0, 0
 			for e := 0; e < 150; e++ {
 				q, _ := tu.Pattern(e)
 				d, err := tu.Observe(e, fixture.FCTs(q, msg, law), 0)
@@ -58,11 +58,16 @@ func TestFabricTrialsAreJudgedAndFew(t *testing.T) {
 				if d.Pattern != nil {
 					changes++
 				}
+				if d.Reverted {
+					reverts++
+				}
 			}
 			end, _ := tu.Pattern(150)
-			t.Logf("%s seed %d: %d fabric trials, %d changes, time x%.3f", algo, seed, trials, changes, truth(end)/truth(p))
-			if changes > 8 {
-				t.Errorf("%s seed %d: %d changes in 150 epochs", algo, seed, changes)
+			t.Logf("%s seed %d: %d fabric trials, %d changes (%d reverts), time x%.3f", algo, seed, trials, changes, reverts, truth(end)/truth(p))
+			// a trial that is kept gained; what the tries cost is their
+			// reverts
+			if reverts > 4 || changes > 10 {
+				t.Errorf("%s seed %d: %d changes in 150 epochs, %d of them reverts", algo, seed, changes, reverts)
 			}
 			if truth(end) > 1.01*truth(p) {
 				t.Errorf("%s seed %d: the pattern in force takes x%.3f the initial one's time", algo, seed, truth(end)/truth(p))

@@ -153,7 +153,11 @@ const misfitShare = 0.5
 func (t *reactLoop) judgePending(d *Decision, epoch int) bool {
 	ev := t.eval
 	ev.after = append(ev.after, t.elapsed...)
-	v, gain := judgeChange(ev.before, ev.after, t.cfg.Confidence, t.cfg.MinGain, ev.ext)
+	conf := t.cfg.Confidence
+	if ev.fabric {
+		conf = min(conf, fabricConfidence)
+	}
+	v, gain := judgeChange(ev.before, ev.after, conf, t.cfg.MinGain, ev.ext)
 	d.Previous = mean(ev.before)
 	d.ObservedGain = 1 + gain
 	switch v {
