@@ -62,9 +62,11 @@ func (t *reactLoop) fabricTrial(d *Decision, epoch int, pr *links.Predictor) *De
 	}
 	// A rank link with a count is the model's own search's. Where pairs
 	// stand out faster than the median pair (ranks of one switch, which
-	// never cross the congested fabric), fractional counts are the fabric
-	// read as rank links (0.1-0.4 on fig7a, against 1.8 for an external
-	// flow on fig5's host links): only a competing flow or more is.
+	// never cross the congested fabric), or the FCTs spread as ECMP draws
+	// spread them, fractional counts are the fabric read as rank links
+	// (0.3-0.5 in fig7's first batches, before any pair stands out,
+	// against 1.8 for an external flow on fig5's host links, whose FCTs
+	// spread by 0.06): only a competing flow or more is.
 	fast := spread
 	for _, p := range pr.Pairs() {
 		fast = fast || p.Factor < 1
