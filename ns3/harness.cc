@@ -10,8 +10,10 @@
 // flows. OUTPUT ("react.ns3-output/v1") holds every epoch's collective time
 // and every flow's start and completion, the tuner's decisions and the
 // packets dropped. REACT_NS3_DEBUG=1 prints each epoch and, at the end,
-// every connection still waiting for bytes, on stderr.
+// every connection still waiting for bytes, on stderr. REACT_NS3_LOG=PATH
+// writes libreact's log there at INFO: each tuner decision with its note.
 #include <chrono>
+#include <cstdlib>
 #include <cmath>
 #include <deque>
 #include <fstream>
@@ -22,6 +24,7 @@
 #include <unordered_map>
 
 #include "net.h"
+#include "react.h"
 #include "tuner.h"
 
 using namespace ns3;
@@ -419,6 +422,14 @@ int main(int argc, char** argv) {
     if (argc != 3) {
         std::cerr << "usage: react-ns3 INPUT.json OUTPUT.json (written by react sim --engine ns3)\n";
         return 2;
+    }
+    if (const char* log = std::getenv("REACT_NS3_LOG"); log != nullptr && *log != '\0') {
+        if (react_init(REACT_LOG_INFO, log, 0) != REACT_OK) {
+            char msg[REACT_ERROR_MAX];
+            react_last_error(msg, sizeof msg);
+            std::cerr << "react-ns3: REACT_NS3_LOG=" << log << ": " << msg << "\n";
+            return 1;
+        }
     }
     try {
         return reactns3::run(argv[1], argv[2]);
