@@ -80,6 +80,7 @@ type evaluation struct {
 	steps     []string
 	ext       int
 	fabric    bool // a trial of the fabric fallback (fabric.go)
+	spread    bool // let through by the FCTs' spread (spreadShows)
 }
 
 // snapshot is what the model said when a search last found nothing.
@@ -154,7 +155,7 @@ func (t *reactLoop) judgePending(d *Decision, epoch int) bool {
 	ev := t.eval
 	ev.after = append(ev.after, t.elapsed...)
 	conf := t.cfg.Confidence
-	if ev.fabric {
+	if ev.fabric && ev.spread {
 		conf = min(conf, fabricConfidence)
 	}
 	v, gain := judgeChange(ev.before, ev.after, conf, t.cfg.MinGain, ev.ext)
