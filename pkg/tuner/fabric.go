@@ -67,12 +67,8 @@ func (t *reactLoop) fabricTrial(d *Decision, epoch int, pr *links.Predictor) *De
 	// (0.3-0.5 in fig7's first batches, before any pair stands out,
 	// against 1.8 for an external flow on fig5's host links, whose FCTs
 	// spread by 0.06): only a competing flow or more is.
-	fast := spread
-	for _, p := range pr.Pairs() {
-		fast = fast || p.Factor < 1
-	}
 	bar := 0.0
-	if fast {
+	if spread || slices.ContainsFunc(pr.Pairs(), func(p links.Pair) bool { return p.Factor < 1 }) {
 		bar = 1
 	}
 	net := pr.Net()
