@@ -1,8 +1,8 @@
 // Package pattern generates the static collective patterns REACT starts
 // from and tunes: NCCL's double binary tree and the ring for AllReduce,
 // Rabenseifner's halving-doubling, the ring and recursive doubling for
-// AllGather, the ring for ReduceScatter and a binary tree for Broadcast and
-// Reduce. Every generator works for any rank count N >= 2, not only powers
+// AllGather, the ring for ReduceScatter, and a binary tree and a binomial
+// tree for Broadcast and Reduce. Every generator works for any rank count N >= 2, not only powers
 // of two, and emits its flows in step order.
 //
 // The generators named after an algorithm panic on a rank count below 2 or
@@ -26,6 +26,7 @@ const (
 	algoRing              = "ring"
 	algoHalvingDoubling   = "halving_doubling"
 	algoRecursiveDoubling = "recursive_doubling"
+	algoBinomial          = "binomial"
 )
 
 // Algos lists the algorithms Generate knows for op, the default first. It
@@ -39,7 +40,7 @@ func Algos(op ten.Op) []string {
 	case ten.ReduceScatter:
 		return []string{algoRing}
 	case ten.Broadcast, ten.Reduce:
-		return []string{algoTree}
+		return []string{algoTree, algoBinomial}
 	}
 	return nil
 }
@@ -90,8 +91,14 @@ func Generate(op ten.Op, algo string, ranks, root int) (*ten.Pattern, error) {
 	case ten.ReduceScatter:
 		return RingReduceScatter(ranks), nil
 	case ten.Broadcast:
+		if algo == algoBinomial {
+			return BinomialBroadcast(ranks, root), nil
+		}
 		return TreeBroadcast(ranks, root), nil
 	default:
+		if algo == algoBinomial {
+			return BinomialReduce(ranks, root), nil
+		}
 		return TreeReduce(ranks, root), nil
 	}
 }
@@ -102,7 +109,7 @@ func flowCount(op ten.Op, algo string, n int) int {
 	switch {
 	case algo == algoTree && op == ten.AllReduce:
 		return 4 * (n - 1)
-	case algo == algoTree:
+	case algo == algoTree, algo == algoBinomial:
 		return n - 1
 	case algo == algoRing && op == ten.AllReduce:
 		return 2 * n * (n - 1)

@@ -48,6 +48,8 @@ func generators() []generator {
 		{"reducescatter/ring", ten.ReduceScatter, "ring", unrooted(RingReduceScatter), func(n int) int { return n - 1 }, func(n int) int { return n }, true},
 		{"broadcast/tree", ten.Broadcast, "tree", TreeBroadcast, ceilLog2, func(int) int { return 1 }, false},
 		{"reduce/tree", ten.Reduce, "tree", TreeReduce, ceilLog2, func(int) int { return 1 }, false},
+		{"broadcast/binomial", ten.Broadcast, "binomial", BinomialBroadcast, ceilLog2, func(int) int { return 1 }, false},
+		{"reduce/binomial", ten.Reduce, "binomial", BinomialReduce, ceilLog2, func(int) int { return 1 }, false},
 	}
 }
 
@@ -356,8 +358,8 @@ func TestAlgos(t *testing.T) {
 		ten.AllReduce:     {"tree", "ring", "halving_doubling"},
 		ten.AllGather:     {"ring", "recursive_doubling"},
 		ten.ReduceScatter: {"ring"},
-		ten.Broadcast:     {"tree"},
-		ten.Reduce:        {"tree"},
+		ten.Broadcast:     {"tree", "binomial"},
+		ten.Reduce:        {"tree", "binomial"},
 		ten.OpInvalid:     nil,
 	}
 	for op, w := range want {
