@@ -20,7 +20,6 @@ import os
 import threading
 import weakref
 import time
-from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from typing import Dict, List, Optional
 
@@ -33,6 +32,7 @@ from .control import Control, KeyState
 from .executor import AVG, Executor, check_reduce, reduce_name
 from .pattern import Pattern, plan
 from .delegated import Delegated
+from .lane import Lane
 from .work import Work
 
 log = logging.getLogger("react_torch")
@@ -73,8 +73,7 @@ class ReactBackend(Delegated, route.BASE):
         self._patterns: Dict[bytes, Pattern] = {}
         self._delegated_logged = set()
         self._executors: Dict[int, Executor] = {}
-        self._lock = threading.Lock()
-        self._worker: Optional[ThreadPoolExecutor] = None  # runs the collectives in call order
+        self._lane = Lane()  # runs the collectives in call order
         self._pid = os.getpid()  # a forked child must not use the group
         agree.settings(self.cfg, size, self._ctrl_pg)
         self._check = agree.CallCheck(self._gloo, rank, size) if size > 1 and self.cfg.check_calls else None
@@ -137,10 +136,7 @@ class ReactBackend(Delegated, route.BASE):
         if os.getpid() != self._pid:
             return  # a forked child owns none of it
         _held.discard(self)
-        with self._lock:
-            w, self._worker = self._worker, None
-        if w is not None:
-            w.shutdown(wait=True)  # the ledger's watchdog still running: a mismatched call queued here must end
+        self._lane.close()  # the ledger's watchdog still running: a mismatched call queued here must end
         if self._ledger is not None:
             self._ledger.close()
         if self._control is not None:
@@ -221,12 +217,13 @@ class ReactBackend(Delegated, route.BASE):
                 self._control.keys[key] = st
         return key, st
 
-    def _run(self, op: str, t: torch.Tensor, numel: int, work: torch.Tensor, reduce: str = "sum", root: int = -1) -> None:
+    def _run(self, op: str, t: torch.Tensor, numel: int, work: torch.Tensor, reduce: str = "sum", root: int = -1, keep: bool = False) -> None:
         """Runs one collective call's pattern on work. The call's signature
         goes into its transfers' tags (agree.Ledger), so a rank that called
         something else never receives this call's data; with CallCheck on,
-        every rank first compares its call with the others'."""
-        if self._hier is not None:
+        every rank first compares its call with the others'. keep: work's
+        elements must end as they began (a non-root rank's reduce)."""
+        if self._hier is not None:  # writes only the root's work
             return self._hier.run(op, t, numel, work, reduce, root)
         dtype = str(t.dtype).replace("torch.", "")
         redop = reduce if op in ("allreduce", "reduce", "reducescatter") else ""
@@ -245,10 +242,10 @@ class ReactBackend(Delegated, route.BASE):
             return salt
 
         with led:
-            self._pattern_call(op, t, numel, work, reduce, root, check=check)
+            self._pattern_call(op, t, numel, work, reduce, root, check=check, keep=keep)
 
     def _pattern_call(self, op: str, t: torch.Tensor, numel: int, work: Optional[torch.Tensor], reduce: str, root: int,
-                      rail: Optional["hier.RailGroup"] = None, check=None) -> None:
+                      rail: Optional["hier.RailGroup"] = None, check=None, keep: bool = False) -> None:
         """One epoch of a key: its pattern over the group's ranks, or with a
         rail over the rail's (one rank a host; rank = host). work None: this
         rank is on no rail (a host's ranks past the rail count) and only
@@ -277,7 +274,7 @@ class ReactBackend(Delegated, route.BASE):
             entered = time.perf_counter()
             if work.device.type != "cuda":  # CUDA's step records need no entries
                 entry = (rank, entered)
-            fct = ex.run(st.pattern, pl, work, reduce, salt, entered)
+            fct = ex.run(st.pattern, pl, work, reduce, salt, entered, keep)
         elapsed = time.perf_counter() - t0
         if self._control is not None:
             self._control.end(key, st, fct, elapsed, entry)
@@ -318,12 +315,14 @@ class ReactBackend(Delegated, route.BASE):
                 raise ValueError(f"react_torch: {what}: tensors on {dev} and {t.device} in one call; nothing was sent")
         return dev if dev is not None else torch.device("cpu")
 
-    def _submit(self, fn, result, device: torch.device, what: str = "collective"):
+    def _submit(self, fn, result, device: torch.device, what: str = "collective", opts=None):
         """Runs fn on the group's collective thread, in call order, and returns
         a Work that completes (or fails) with it: the caller goes on at once
         (async_op=True overlaps, DDP's buckets overlap backward) and every
-        rank runs its collectives in the order it called them. On CUDA fn
-        runs on the caller's current stream."""
+        rank runs its collectives in the order it called them. A call torch
+        will wait for at once (opts.asyncOp False, torch 2.8 on) runs on the
+        caller's thread, after the calls queued before it: the lane's thread
+        is not woken for it. On CUDA fn runs on the caller's current stream."""
         fut = torch.futures.Future(devices=[device]) if device.type == "cuda" else torch.futures.Future()
         stream = torch.cuda.current_stream(device) if device.type == "cuda" else None
 
@@ -340,21 +339,18 @@ class ReactBackend(Delegated, route.BASE):
                 fut.set_result(result)
 
         self._seqnum += 1
-        with self._lock:
-            if self._worker is None:
-                self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="react-coll")
-            self._worker.submit(job)
+        sync = opts is not None and getattr(opts, "asyncOp", True) is False
+        queued = self._lane.submit(job, wake=not sync)
+        if sync:
+            self._lane.run_until(queued)
         # torch's PyBackend wraps the Work in a holder that keeps its Python
         # half alive as long as anyone holds the Work, and no longer
-        return Work(fut, what)
+        return Work(fut, what, lambda: self._lane.run_until(queued))
 
     def _drain(self) -> None:
         """Waits until every collective called so far has run, so that a
         delegated operation cannot overtake them."""
-        with self._lock:
-            w = self._worker
-        if w is not None:
-            w.submit(lambda: None).result()
+        self._lane.run_until(self._lane.submit(lambda: None))
 
     # ---- collectives
     def allreduce(self, tensors: List[torch.Tensor], opts=None):
@@ -379,7 +375,7 @@ class ReactBackend(Delegated, route.BASE):
                     if flat.data_ptr() != t.data_ptr():
                         t.copy_(flat.view_as(t))
 
-        return self._submit(fn, tensors, dev, "allreduce")
+        return self._submit(fn, tensors, dev, "allreduce", opts)
 
     def allreduce_coalesced(self, tensors: List[torch.Tensor], opts=None):
         o = dist.AllreduceOptions()
@@ -399,7 +395,7 @@ class ReactBackend(Delegated, route.BASE):
                     if flat.data_ptr() != t.data_ptr():
                         t.copy_(flat.view_as(t))
 
-        return self._submit(fn, tensors, dev, "broadcast")
+        return self._submit(fn, tensors, dev, "broadcast", opts)
 
     def reduce(self, tensors: List[torch.Tensor], opts=None):
         dev = self._admit("reduce", tensors)
@@ -411,15 +407,16 @@ class ReactBackend(Delegated, route.BASE):
         def fn():
             for t in tensors:
                 if self._size > 1:
-                    flat = t.contiguous().view(-1).clone() if self._rank != root else (t.view(-1) if t.is_contiguous() else t.contiguous().view(-1))
-                    self._run("reduce", t, t.numel(), flat, name, root)
+                    flat = t.view(-1) if t.is_contiguous() else t.contiguous().view(-1)
+                    # a rank other than the root keeps its input, as NCCL's does
+                    self._run("reduce", t, t.numel(), flat, name, root, keep=self._rank != root)
                     if self._rank == root:
                         if name == AVG:
                             flat.div_(self._size)
                         if flat.data_ptr() != t.data_ptr():
                             t.copy_(flat.view_as(t))
 
-        return self._submit(fn, tensors, dev, "reduce")
+        return self._submit(fn, tensors, dev, "reduce", opts)
 
     def _check_allgather(self, out: torch.Tensor, inp: torch.Tensor) -> None:
         m = inp.numel()
@@ -455,7 +452,7 @@ class ReactBackend(Delegated, route.BASE):
                 for r, o in enumerate(outs):
                     o.copy_(flat[r * inp.numel() : (r + 1) * inp.numel()].view_as(o))
 
-        return self._submit(fn, output_tensors, dev, "allgather")
+        return self._submit(fn, output_tensors, dev, "allgather", opts)
 
     def allgather_coalesced(self, output_lists: List[List[torch.Tensor]], inputs: List[torch.Tensor], opts=None):
         """dist.all_gather_coalesced: output_lists[r][i] gets rank r's
@@ -484,7 +481,7 @@ class ReactBackend(Delegated, route.BASE):
                     o.copy_(flat[off : off + o.numel()].view_as(o))
                     off += o.numel()
 
-        return self._submit(fn, output_lists, dev, "allgather_coalesced")
+        return self._submit(fn, output_lists, dev, "allgather_coalesced", opts)
 
     def allgather_into_tensor_coalesced(self, outputs: List[torch.Tensor], inputs: List[torch.Tensor], opts=None):
         dev = self._admit("allgather", outputs, inputs)
@@ -495,7 +492,7 @@ class ReactBackend(Delegated, route.BASE):
             for o, i in zip(outputs, inputs):
                 self._allgather_flat(o, i)
 
-        return self._submit(fn, outputs, dev, "allgather")
+        return self._submit(fn, outputs, dev, "allgather", opts)
 
     def all_gather_single_coalesced(self, outputs: List[torch.Tensor], inputs: List[torch.Tensor], opts=None):
         return self.allgather_into_tensor_coalesced(outputs, inputs, opts)
@@ -541,7 +538,7 @@ class ReactBackend(Delegated, route.BASE):
             for out, ins in zip(output_tensors, input_tensors):
                 self._reduce_scatter_flat(out, torch.cat([i.reshape(-1) for i in ins]), name)
 
-        return self._submit(fn, output_tensors, dev, "reduce_scatter")
+        return self._submit(fn, output_tensors, dev, "reduce_scatter", opts)
 
     def reduce_scatter_tensor_coalesced(self, outputs, inputs, opts=None):
         dev = self._admit("reduce_scatter", outputs, inputs)
@@ -553,7 +550,7 @@ class ReactBackend(Delegated, route.BASE):
             for o, i in zip(outputs, inputs):
                 self._reduce_scatter_flat(o, i, name)
 
-        return self._submit(fn, outputs, dev, "reduce_scatter")
+        return self._submit(fn, outputs, dev, "reduce_scatter", opts)
 
     def reduce_scatter_single_coalesced(self, outputs, inputs, opts=None):
         return self.reduce_scatter_tensor_coalesced(outputs, inputs, opts)
@@ -580,7 +577,7 @@ class ReactBackend(Delegated, route.BASE):
                         self._check("barrier", "", 0)
                     self._gloo.allreduce([t]).wait()
 
-        return self._submit(fn, [t], t.device, "barrier")
+        return self._submit(fn, [t], t.device, "barrier", opts)
 
 
 # Live backends, for _at_exit: a job may end without destroy_process_group.

@@ -13,9 +13,10 @@ and no flow waits for a step's slowest flow. A flow's record is its arrival:
 when its message's last segment arrived, in seconds from the moment this
 rank entered the call; the leader's tuner turns arrivals into durations by
 the same rule (critpath.DAG.Durations). Gloo's point-to-point works complete
-only in wait(), so one pool thread per received message waits and reports
-while the calling thread applies segments in a fixed order (deterministic
-results).
+only in wait(), so where several peers send to a rank one pool thread per
+peer waits and reports while the calling thread applies segments in a fixed
+order (deterministic results); where one peer does, the calling thread waits
+itself.
 
 CUDA (NCCL): each step's sends and receives form one coalesced batch
 (lazily created pair communicators deadlock on cyclic first steps); CUDA
@@ -164,20 +165,79 @@ class _Recv:
                 break
 
 
-def _spans(parts: List[torch.Tensor], base: int) -> List[Tuple[int, int]]:
-    """The element ranges of views of one flat buffer, from its start."""
-    return [(x.storage_offset() - base, x.storage_offset() - base + x.numel()) for x in parts if x.numel()]
+def _ranges(p: Pattern, pl: Plan, flows: List[int]) -> List[Tuple[int, int]]:
+    """The element ranges of the working buffer that flows carry, in order."""
+    if p.op == "allgather":
+        m = pl.block
+        return [(int(b) * m, (int(b) + 1) * m) for f in flows for b in p.blocks[p.blocks_start[f] : p.blocks_start[f + 1]]]
+    return [(int(pl.chunk_lo[p.chunk[f]]), int(pl.chunk_hi[p.chunk[f]])) for f in flows]
 
 
 def _meet(a: List[Tuple[int, int]], b: List[Tuple[int, int]]) -> bool:
     return any(x0 < y1 and y0 < x1 for x0, x1 in a for y0, y1 in b)
 
 
+class _Layout:
+    """What every call of one plan does, whatever its buffer: the element
+    ranges of its messages, the order constraints among them, where each
+    receive lands and its segments. Made once per (plan, element size,
+    segment size); a call then only slices its buffer."""
+
+    def __init__(self, p: Pattern, pl: Plan, item: int, seg_bytes: int):
+        self.sr = [_ranges(p, pl, m.flows) for m in pl.sends]
+        self.rr = [_ranges(p, pl, m.flows) for m in pl.recvs]
+        sspan = [[r for r in x if r[1] > r[0]] for x in self.sr]
+        rspan = [[r for r in x if r[1] > r[0]] for x in self.rr]
+        ns, nr = len(pl.sends), len(pl.recvs)
+        # per receive: the receive before it on the same elements, and the
+        # sends of its step or earlier that read them
+        self.after = [-1] * nr
+        self.war: List[List[int]] = [[] for _ in range(nr)]
+        for j in range(nr):
+            for k in range(j - 1, -1, -1):
+                if _meet(rspan[j], rspan[k]):
+                    self.after[j] = k
+                    break
+            self.war[j] = [i for i, m in enumerate(pl.sends) if m.step <= pl.recvs[j].step and _meet(sspan[i], rspan[j])]
+        self.kinds: List[List[int]] = []
+        self.size: List[int] = []
+        self.direct: List[bool] = []
+        self.offset: List[int] = []  # into the scratch buffer
+        self.rsegs: List[List[Tuple[int, int]]] = []
+        self.need = 0
+        for j, m in enumerate(pl.recvs):
+            kinds = [COPY] * len(self.rr[j]) if p.op == "allgather" else [int(x) for x in p.kind[m.flows]]
+            n = sum(hi - lo for lo, hi in self.rr[j])
+            # into place where what else touches its elements is over before
+            # it can arrive (its data was built from it), and nothing after
+            direct = (len(self.rr[j]) == 1 and kinds[0] == COPY and all(i in pl.before_s[j] for i in self.war[j])
+                      and all(k in pl.before_r[j] for k in range(j) if _meet(rspan[j], rspan[k]))
+                      and not any(_meet(rspan[j], rspan[k]) for k in range(j + 1, nr)))
+            self.kinds.append(kinds)
+            self.size.append(n)
+            self.direct.append(direct)
+            self.offset.append(self.need)
+            self.rsegs.append(_segments(n, item, seg_bytes) if n else [])
+            self.need += 0 if direct or n == 0 else n
+        self.ssegs = [_segments(n, item, seg_bytes) if n else [] for n in (sum(hi - lo for lo, hi in r) for r in self.sr)]
+        # per send and receive it waits for: whether it carries exactly that
+        # receive's elements in the same segments (then it streams)
+        self.aligned = [[self.size[j] > 0 and rspan[j] == sspan[i] and self.rsegs[j] == self.ssegs[i] for j in pl.deps[i]] for i in range(ns)]
+        self.per_peer: Dict[int, List[int]] = {}  # sends by peer, in step order
+        for i, m in enumerate(pl.sends):
+            self.per_peer.setdefault(m.dst, []).append(i)
+        self.by_peer: Dict[int, List[int]] = {}  # receives of elements by peer, in step order
+        for j, m in enumerate(pl.recvs):
+            if self.size[j]:
+                self.by_peer.setdefault(m.src, []).append(j)
+
+
 class _Dataflow:
     """One CPU call run as a dataflow. Every receive is posted at the start
     (into place where nothing else reads or writes its elements first, else
-    into scratch); a waiter thread per message reports each segment's
-    arrival; the calling thread applies segments (a reduce or a copy) and
+    into scratch); a waiter thread per peer reports each segment's arrival
+    (where one peer sends to this rank, the calling thread waits itself);
+    the calling thread applies segments (a reduce or a copy) and
     sends each outgoing segment as soon as the segments it carries have
     been applied (segment by segment where the send covers exactly the
     elements of the receive it waits for: a tree or a ring streams).
@@ -194,60 +254,36 @@ class _Dataflow:
 
     def run(self, t0: float) -> Dict[int, float]:
         ex, p, pl, work = self.ex, self.p, self.pl, self.work
-        item, base = work.element_size(), work.storage_offset()
-        out = [ex._parts(p, pl, m.flows, work) for m in pl.sends]
-        into = [ex._parts(p, pl, m.flows, work) for m in pl.recvs]
-        sspan = [_spans(x, base) for x in out]
-        rspan = [_spans(x, base) for x in into]
+        L = ex._layout(p, pl, work.element_size())
+        after, war, deps = L.after, L.war, pl.deps
         ns, nr = len(pl.sends), len(pl.recvs)
-        # per receive: the receive before it on the same elements, and the
-        # sends of its step or earlier that read them
-        after = [-1] * nr
-        war: List[List[int]] = [[] for _ in range(nr)]
-        for j in range(nr):
-            for k in range(j - 1, -1, -1):
-                if _meet(rspan[j], rspan[k]):
-                    after[j] = k
-                    break
-            war[j] = [i for i, m in enumerate(pl.sends) if m.step <= pl.recvs[j].step and _meet(sspan[i], rspan[j])]
         fct: Dict[int, float] = {}
         recvs: List[Optional[_Recv]] = []
-        need = 0
-        specs = []
-        for j, m in enumerate(pl.recvs):
-            kinds = ex._kinds(p, m, len(into[j]))
-            n = sum(x.numel() for x in into[j])
-            # into place where what else touches its elements is over before
-            # it can arrive (its data was built from it), and nothing after
-            direct = (len(into[j]) == 1 and kinds[0] == COPY and all(i in pl.before_s[j] for i in war[j])
-                      and all(k in pl.before_r[j] for k in range(j) if _meet(rspan[j], rspan[k]))
-                      and not any(_meet(rspan[j], rspan[k]) for k in range(j + 1, nr)))
-            specs.append((kinds, n, direct, need))
-            need += 0 if direct or n == 0 else n
-        scratch = ex._scratch(need, work) if need else None
+        scratch = ex._scratch(L.need, work) if L.need else None
         # post every receive, in step order
         for j, m in enumerate(pl.recvs):
-            kinds, n, direct, off = specs[j]
+            n = L.size[j]
             if n == 0:
                 for f in m.flows:
                     fct[f] = 1e-9
                 recvs.append(None)
                 continue
-            buf = into[j][0] if direct else scratch[off : off + n]
-            r = _Recv(m, None if direct else buf, into[j], kinds, _segments(n, item, ex.segment_bytes), self.what, ex.peer(m.src))
+            into = [work[lo:hi] for lo, hi in L.rr[j]]
+            buf = into[0] if L.direct[j] else scratch[L.offset[j] : L.offset[j] + n]
+            r = _Recv(m, None if L.direct[j] else buf, into, L.kinds[j], L.rsegs[j], self.what, ex.peer(m.src))
             for i, (a, b) in enumerate(r.segs):
                 r.works.append(ex.pg.recv([buf[a:b]], m.src, tag(self.salt, m, i)))
             recvs.append(r)
         events: "queue.SimpleQueue" = queue.SimpleQueue()
         # one waiter a peer: a peer sends to this rank in step order, so its
         # messages arrive in the order they are waited for
-        by_peer: Dict[int, List[Tuple[int, _Recv]]] = {}
-        for j, r in enumerate(recvs):
-            if r is not None:
-                by_peer.setdefault(r.msg.src, []).append((j, r))
-        pool = ex._pool(len(by_peer))
-        for rs in by_peer.values():
-            pool.submit(_wait_segments, rs, events, ex.hold_s)
+        by_peer = [[(j, recvs[j]) for j in js] for js in L.by_peer.values()]
+        # one peer: the calling thread waits itself (no hand-off a message)
+        inline = _segment_events(by_peer[0], ex.hold_s) if len(by_peer) == 1 else None
+        if inline is None and by_peer:
+            pool = ex._pool(len(by_peer))
+            for rs in by_peer:
+                pool.submit(_wait_segments, rs, events, ex.hold_s)
         # what has been applied: segments per receive (a receive of no
         # elements counts as done)
         done = [len(r.segs) if r is not None else 0 for r in recvs]
@@ -256,21 +292,13 @@ class _Dataflow:
         full = [r is None for r in recvs]
         # sends: their buffers, segments, what each segment waits for
         sbuf: List[Optional[torch.Tensor]] = [None] * ns
-        ssegs: List[List[Tuple[int, int]]] = [[] for _ in range(ns)]
-        aligned: List[List[bool]] = [[] for _ in range(ns)]
+        ssegs, aligned, per_peer = L.ssegs, L.aligned, L.per_peer
         sent = [0] * ns  # segments issued
         works: List[List] = [[] for _ in range(ns)]
-        for i, m in enumerate(pl.sends):
-            n = sum(x.numel() for x in out[i])
-            ssegs[i] = _segments(n, item, ex.segment_bytes) if n else []
-            aligned[i] = [recvs[j] is not None and rspan[j] == sspan[i] and recvs[j].segs == ssegs[i] for j in pl.deps[i]]
         peer_next: Dict[int, int] = {}  # per peer: the next send (index) it may take, in step order
-        per_peer: Dict[int, List[int]] = {}
-        for i, m in enumerate(pl.sends):
-            per_peer.setdefault(m.dst, []).append(i)
 
         def ready(i: int, seg: int) -> bool:
-            for ok, j in zip(aligned[i], pl.deps[i]):
+            for ok, j in zip(aligned[i], deps[i]):
                 if not (applied[j] > seg if ok else full[j]):
                     return False
             return True
@@ -283,7 +311,8 @@ class _Dataflow:
                     m = pl.sends[i]
                     while sent[i] < len(ssegs[i]) and ready(i, sent[i]):
                         if sbuf[i] is None:
-                            sbuf[i] = out[i][0] if len(out[i]) == 1 else torch.cat(out[i])
+                            rs = L.sr[i]
+                            sbuf[i] = work[rs[0][0] : rs[0][1]] if len(rs) == 1 else torch.cat([work[lo:hi] for lo, hi in rs])
                         a, b = ssegs[i][sent[i]]
                         works[i].append(ex.pg.send([sbuf[i][a:b]], m.dst, tag(self.salt, m, sent[i])))
                         sent[i] += 1
@@ -326,10 +355,13 @@ class _Dataflow:
 
         issue()
         while not all(full):
-            try:
-                ev = events.get(timeout=0.5)
-            except queue.Empty:
-                continue
+            if inline is not None:
+                ev = next(inline)
+            else:
+                try:
+                    ev = events.get(timeout=0.5)
+                except queue.Empty:
+                    continue
             if isinstance(ev, BaseException):
                 raise ev
             j, i = ev
@@ -343,19 +375,27 @@ class _Dataflow:
         return fct
 
 
+def _segment_events(rs: List[Tuple[int, "_Recv"]], hold_s: float = 0.0):
+    """Waits for receives' segments in order, yielding each (j, i) and
+    stamping a receive when its last has arrived (held hold_s first: the
+    test hook's slow downlink)."""
+    for j, r in rs:
+        for i, w in enumerate(r.works):
+            r._wait(w)
+            if i == len(r.works) - 1:
+                if hold_s:
+                    time.sleep(hold_s)
+                r.stamp = time.perf_counter()
+            yield j, i
+
+
 def _wait_segments(rs: List[Tuple[int, _Recv]], events: "queue.SimpleQueue", hold_s: float = 0.0) -> None:
     """Waits for receives' segments in order, reporting each (j, i) and
     stamping a receive when its last has arrived (held hold_s first: the
     test hook's slow downlink); a failure is reported as the exception."""
     try:
-        for j, r in rs:
-            for i, w in enumerate(r.works):
-                r._wait(w)
-                if i == len(r.works) - 1:
-                    if hold_s:
-                        time.sleep(hold_s)
-                    r.stamp = time.perf_counter()
-                events.put((j, i))
+        for ev in _segment_events(rs, hold_s):
+            events.put(ev)
     except BaseException as e:
         events.put(e)
 
@@ -371,7 +411,8 @@ class Executor:
         self.global_ranks = global_ranks
         self._threads: Optional[ThreadPoolExecutor] = None
         self._width = 0
-        self._arena: Dict[Tuple[torch.dtype, torch.device], torch.Tensor] = {}
+        self._arena: Dict[tuple, torch.Tensor] = {}
+        self._layouts: Dict[Tuple[int, int], Tuple[Plan, _Layout]] = {}
 
     def _pool(self, waiters: int = 8) -> ThreadPoolExecutor:
         """Threads enough for every peer's receives of a call to be waited
@@ -400,6 +441,27 @@ class Executor:
             self._arena[key] = a
         return a
 
+    def _layout(self, p: Pattern, pl: Plan, item: int) -> _Layout:
+        k = (id(pl), item)
+        got = self._layouts.get(k)
+        if got is None or got[0] is not pl:
+            got = self._layouts[k] = (pl, _Layout(p, pl, item, self.segment_bytes))
+        return got[1]
+
+    def _copy(self, work: torch.Tensor) -> torch.Tensor:
+        """work's elements in a buffer reused across calls (on CPU a fresh
+        one would cost its page faults every call)."""
+        if work.device.type == "cuda":
+            return work.clone()
+        key = (work.dtype, work.device, "copy")
+        a = self._arena.get(key)
+        if a is None or a.numel() < work.numel():
+            a = torch.empty(work.numel(), dtype=work.dtype, device=work.device)
+            self._arena[key] = a
+        out = a[: work.numel()]
+        out.copy_(work)
+        return out
+
     def _parts(self, p: Pattern, pl: Plan, flows: List[int], work: torch.Tensor) -> List[torch.Tensor]:
         if p.op == "allgather":
             out = []
@@ -421,13 +483,17 @@ class Executor:
             return [COPY] * nparts
         return [int(x) for x in p.kind[m.flows]]
 
-    def run(self, p: Pattern, pl: Plan, work: torch.Tensor, reduce: str = SUM, salt: int = 0, t0: Optional[float] = None) -> FCT:
+    def run(self, p: Pattern, pl: Plan, work: torch.Tensor, reduce: str = SUM, salt: int = 0, t0: Optional[float] = None,
+            keep: bool = False) -> FCT:
         """Runs the pattern in place on the flat buffer work; returns the
         arrival (seconds from t0, the perf_counter() the call was entered
         at, default now) of every flow this rank receives, or on CUDA a
         callable that returns them (from the first step's start) and the
         collective's GPU time once the GPU is done. salt goes into every
-        tag (CPU; NCCL has no tags)."""
+        tag (CPU; NCCL has no tags). keep: work's elements end as they
+        began (a rank that receives runs on a copy)."""
+        if keep and pl.recvs:
+            work = self._copy(work)
         if work.device.type == "cuda":
             return self._run_cuda(p, pl, work, reduce)
         return _Dataflow(self, p, pl, work, reduce, salt).run(time.perf_counter() if t0 is None else t0)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import threading
 from datetime import timedelta
-from typing import Optional
+from typing import Callable, Optional
 
 import torch
 import torch.distributed as dist
@@ -17,10 +17,11 @@ class WaitTimeout(RuntimeError):
 
 
 class Work(dist._Work):
-    def __init__(self, fut: torch.futures.Future, what: str = "collective"):
+    def __init__(self, fut: torch.futures.Future, what: str = "collective", run: Optional[Callable[[], None]] = None):
         super().__init__()
         self._fut = fut
         self._what = what
+        self._run = run  # runs the collective on the waiting thread if no thread has started it (lane.Lane)
 
     def wait(self, timeout: Optional[timedelta] = None) -> bool:
         """Waits for the collective and raises what it raised. A timeout
@@ -33,6 +34,8 @@ class Work(dist._Work):
             self._fut.add_done_callback(lambda _: done.set())
             if not done.wait(secs):
                 raise WaitTimeout(f"react_torch: {self._what} did not complete within the {secs:g} s given to Work.wait")
+        elif self._run is not None and not self._fut.done():
+            self._run()
         self._fut.wait()  # raises the collective's exception
         return True
 

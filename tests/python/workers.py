@@ -85,10 +85,13 @@ def collectives():
                 same(a, b, f"broadcast root {root} {dtype} {size}")
                 a = data(rank, size, dtype, 3 + root)
                 b = a.clone()
+                mine = a.clone()
                 dist.reduce(a, dst=root)
                 dist.reduce(b, dst=root, group=gloo)
                 if rank == root:
                     same(a, b, f"reduce root {root} {dtype} {size}")
+                else:  # as NCCL's: a non-root rank's input is left as it was
+                    same(a, mine, f"reduce root {root} {dtype} {size}: rank {rank}'s input")
             if dtype not in (torch.uint8,):  # gloo's reduce_scatter lacks some types
                 ins = [data(rank, size, dtype, 10 + r) for r in range(n)]
                 out = torch.empty(size, dtype=dtype)
