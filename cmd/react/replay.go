@@ -206,6 +206,24 @@ func counts(m *links.Fit) string {
 	return b.String()
 }
 
+// pairList names the pairs that stand out: their time against the median
+// pair's, with the standard error of its log.
+func pairList(ps []links.Pair) string {
+	if len(ps) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString(" (")
+	for i, p := range ps {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, "%d->%d x%.2f ±%.2f", p.Src, p.Dst, p.Factor, p.SE)
+	}
+	b.WriteString(")")
+	return b.String()
+}
+
 func writeDecisionText(w io.Writer, d *tuner.Decision) error {
 	fmt.Fprintf(w, "batch %d  epoch %d  version %d  observed %s\n", d.Batch, d.Epoch, d.Version, micros(d.Observed))
 	switch {
@@ -224,8 +242,8 @@ func writeDecisionText(w io.Writer, d *tuner.Decision) error {
 		}
 	}
 	if m := d.Model; m != nil {
-		fmt.Fprintf(w, "  link model: line rate %.4g B/s, latency %s, noise %.3f, rms %.3f; competing flows%s; pairs standing out %d\n",
-			m.Net.C, micros(m.Net.Alpha), m.Noise, m.RMS, counts(m), len(m.Pairs))
+		fmt.Fprintf(w, "  link model: line rate %.4g B/s, latency %s, noise %.3f, rms %.3f; competing flows%s; pairs standing out %d%s\n",
+			m.Net.C, micros(m.Net.Alpha), m.Noise, m.RMS, counts(m), len(m.Pairs), pairList(m.Pairs))
 		if d.Evaluated > 0 {
 			fmt.Fprintf(w, "  candidates judged: %d, predicted now %s\n", d.Evaluated, micros(d.Predicted))
 		}
