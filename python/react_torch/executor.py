@@ -13,10 +13,11 @@ and no flow waits for a step's slowest flow. A flow's record is its arrival:
 when its message's last segment arrived, in seconds from the moment this
 rank entered the call; the leader's tuner turns arrivals into durations by
 the same rule (critpath.DAG.Durations). Gloo's point-to-point works complete
-only in wait(), so where several peers send to a rank one pool thread per
-peer waits and reports while the calling thread applies segments in a fixed
-order (deterministic results); where one peer does, the calling thread waits
-itself.
+only in wait(), so where one peer sends to a rank the calling thread waits
+for its messages, else a pool thread for each peer's; the thread that sees
+a segment arrive applies it and sends what it unblocks, under the call's
+lock, in a fixed order (deterministic results) and with no hand-off
+between threads.
 
 CUDA (NCCL): each step's sends and receives form one coalesced batch
 (lazily created pair communicators deadlock on cyclic first steps); CUDA
@@ -28,7 +29,7 @@ run here: no GPU.
 
 from __future__ import annotations
 
-import queue
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Dict, List, Optional, Tuple, Union
@@ -235,11 +236,12 @@ class _Layout:
 class _Dataflow:
     """One CPU call run as a dataflow. Every receive is posted at the start
     (into place where nothing else reads or writes its elements first, else
-    into scratch); a waiter thread per peer reports each segment's arrival
-    (where one peer sends to this rank, the calling thread waits itself);
-    the calling thread applies segments (a reduce or a copy) and
-    sends each outgoing segment as soon as the segments it carries have
-    been applied (segment by segment where the send covers exactly the
+    into scratch); the calling thread waits for the segments where one peer
+    sends to this rank, else a pool thread for each peer's, and whichever
+    thread sees a segment
+    arrive applies it (a reduce or a copy) under the call's lock and sends
+    each outgoing segment as soon as the segments it carries have been
+    applied (segment by segment where the send covers exactly the
     elements of the receive it waits for: a tree or a ring streams).
 
     Order, for exact and deterministic results: the receives that touch
@@ -274,16 +276,17 @@ class _Dataflow:
             for i, (a, b) in enumerate(r.segs):
                 r.works.append(ex.pg.recv([buf[a:b]], m.src, tag(self.salt, m, i)))
             recvs.append(r)
-        events: "queue.SimpleQueue" = queue.SimpleQueue()
-        # one waiter a peer: a peer sends to this rank in step order, so its
-        # messages arrive in the order they are waited for
+        # Each segment is applied, and what it unblocks sent, by the thread
+        # that saw it arrive, under the call's lock: no hand-off to another
+        # thread. Where one peer sends to this rank the calling thread waits
+        # for its messages, else a pool thread for each peer's (a Gloo
+        # receive completes only in wait(), and a peer's messages arrive in
+        # the order it sends them).
         by_peer = [[(j, recvs[j]) for j in js] for js in L.by_peer.values()]
-        # one peer: the calling thread waits itself (no hand-off a message)
-        inline = _segment_events(by_peer[0], ex.hold_s) if len(by_peer) == 1 else None
-        if inline is None and by_peer:
-            pool = ex._pool(len(by_peer))
-            for rs in by_peer:
-                pool.submit(_wait_segments, rs, events, ex.hold_s)
+        lock = threading.Lock()
+        finished = threading.Event()
+        errors: List[BaseException] = []
+        left = [len([r for r in recvs if r is not None])]  # receives not yet applied in full
         # what has been applied: segments per receive (a receive of no
         # elements counts as done)
         done = [len(r.segs) if r is not None else 0 for r in recvs]
@@ -348,25 +351,43 @@ class _Dataflow:
                     applied[j] += 1
                     if applied[j] == done[j]:
                         full[j] = True
+                        left[0] -= 1
                         for f in r.msg.flows:
                             fct[f] = max(r.stamp - t0, 1e-9)
                     progress = True
                     issue()
 
-        issue()
-        while not all(full):
-            if inline is not None:
-                ev = next(inline)
-            else:
-                try:
-                    ev = events.get(timeout=0.5)
-                except queue.Empty:
-                    continue
-            if isinstance(ev, BaseException):
-                raise ev
-            j, i = ev
+        def arrive(j: int, i: int) -> None:
             arrived[j] = i + 1
             apply_what_can()
+            if left[0] == 0:
+                finished.set()
+
+        def follow(rs: List[Tuple[int, _Recv]]) -> None:
+            try:
+                for j, i in _segment_events(rs, ex.hold_s):
+                    with lock:
+                        if errors:
+                            return
+                        arrive(j, i)
+            except BaseException as e:
+                errors.append(e)
+                finished.set()
+
+        with lock:
+            issue()
+        if len(by_peer) == 1:
+            follow(by_peer[0])
+        elif by_peer:
+            # the calling thread waits on none of them: a peer's failure
+            # ends the call at once, not after another peer's timeout
+            pool = ex._pool(len(by_peer))
+            for rs in by_peer:
+                pool.submit(follow, rs)
+            while not finished.wait(0.5):
+                pass
+        if errors:
+            raise errors[0]
         issue()
         for i in range(ns):
             if sent[i] < len(ssegs[i]):
@@ -387,17 +408,6 @@ def _segment_events(rs: List[Tuple[int, "_Recv"]], hold_s: float = 0.0):
                     time.sleep(hold_s)
                 r.stamp = time.perf_counter()
             yield j, i
-
-
-def _wait_segments(rs: List[Tuple[int, _Recv]], events: "queue.SimpleQueue", hold_s: float = 0.0) -> None:
-    """Waits for receives' segments in order, reporting each (j, i) and
-    stamping a receive when its last has arrived (held hold_s first: the
-    test hook's slow downlink); a failure is reported as the exception."""
-    try:
-        for ev in _segment_events(rs, hold_s):
-            events.put(ev)
-    except BaseException as e:
-        events.put(e)
 
 
 class Executor:
