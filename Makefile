@@ -121,7 +121,7 @@ test-torch-old: lib build
 	REACT_LIBRARY=$(CURDIR)/$(LIB) $(OLD_VENV)/bin/python tests/torchsuite/run.py --quick
 
 .PHONY: test-testbed
-test-testbed: lib venv
+test-testbed: build lib venv
 	REACT_LIBRARY=$(CURDIR)/$(LIB) $(VENV_PY) -m pytest -q -rs tests/testbed
 
 # The GPU checks alone, for a machine with a CUDA device (skipped elsewhere).

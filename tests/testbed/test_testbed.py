@@ -57,6 +57,19 @@ def _run(args, tmp_path, timeout=400):
     return p, json.loads(out.read_text())
 
 
+def _kept(r, tmp_path):
+    """The changes the tuner kept, by its own verdicts: the run's FCT log
+    replayed by `react replay`, which makes the live run's decisions."""
+    react = os.path.join(ROOT, "build", "react")
+    pat = tmp_path / "pattern.json"
+    with open(pat, "w") as f:
+        subprocess.run([react, "pattern", "--op", "allreduce", "--algo", "tree", "--ranks", str(r["ranks"]), "--format", "json"],
+                       stdout=f, check=True)
+    out = subprocess.run([react, "replay", "--pattern", str(pat), "--fcts", r["fct_log"], "--bytes", str(r["size"]), "--format", "json"],
+                         capture_output=True, text=True, check=True).stdout
+    return [d for d in map(json.loads, out.splitlines()) if d.get("kept")]
+
+
 def _nothing_left(pid):
     left = testbed.leftovers(pid=pid)
     assert left == {"netns": [], "links": [], "pids": []}, left
@@ -107,8 +120,10 @@ def test_no_congestion_no_change(tmp_path):
     # about 20% and blames the ranks that forward data; a gain it predicts
     # must exceed half that miss (tuner.misfitShare).
     assert r["changes"] <= 2, f"{r['changes']} switches without congestion"
-    sw = r["swap"]
-    assert sw["edges_after"] == sw["edges_before"], f"kept a change without congestion ({r['changes']} switches)\n{sw['text']}"
+    # a trial may still be running when the run ends (its verdict comes a
+    # batch and the runtime's deferral later): what counts is that none was kept
+    kept = _kept(r, tmp_path)
+    assert not kept, f"kept a change without congestion ({r['changes']} switches)\n{r['swap']['text']}\n{kept}"
 
 
 def test_nothing_left_after_success(tmp_path):
