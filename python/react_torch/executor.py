@@ -174,6 +174,13 @@ def _ranges(p: Pattern, pl: Plan, flows: List[int]) -> List[Tuple[int, int]]:
     return [(int(pl.chunk_lo[p.chunk[f]]), int(pl.chunk_hi[p.chunk[f]])) for f in flows]
 
 
+def _kinds(p: Pattern, m: Message, nparts: int) -> List[int]:
+    """Per part of a message: REDUCE or COPY."""
+    if p.op == "allgather":
+        return [COPY] * nparts
+    return [int(x) for x in p.kind[m.flows]]
+
+
 def _meet(a: List[Tuple[int, int]], b: List[Tuple[int, int]]) -> bool:
     return any(x0 < y1 and y0 < x1 for x0, x1 in a for y0, y1 in b)
 
@@ -207,7 +214,7 @@ class _Layout:
         self.rsegs: List[List[Tuple[int, int]]] = []
         self.need = 0
         for j, m in enumerate(pl.recvs):
-            kinds = [COPY] * len(self.rr[j]) if p.op == "allgather" else [int(x) for x in p.kind[m.flows]]
+            kinds = _kinds(p, m, len(self.rr[j]))
             n = sum(hi - lo for lo, hi in self.rr[j])
             # into place where what else touches its elements is over before
             # it can arrive (its data was built from it), and nothing after
@@ -238,11 +245,11 @@ class _Dataflow:
     (into place where nothing else reads or writes its elements first, else
     into scratch); the calling thread waits for the segments where one peer
     sends to this rank, else a pool thread for each peer's, and whichever
-    thread sees a segment
-    arrive applies it (a reduce or a copy) under the call's lock and sends
-    each outgoing segment as soon as the segments it carries have been
-    applied (segment by segment where the send covers exactly the
-    elements of the receive it waits for: a tree or a ring streams).
+    thread sees a segment arrive applies it (a reduce or a copy) under the
+    call's lock and sends each outgoing segment as soon as the segments it
+    carries have been applied (segment by segment where the send covers
+    exactly the elements of the receive it waits for: a tree or a ring
+    streams).
 
     Order, for exact and deterministic results: the receives that touch
     the same elements are applied in step order; a receive is applied only
@@ -286,7 +293,7 @@ class _Dataflow:
         lock = threading.Lock()
         finished = threading.Event()
         errors: List[BaseException] = []
-        left = [len([r for r in recvs if r is not None])]  # receives not yet applied in full
+        left = [sum(r is not None for r in recvs)]  # receives not yet applied in full
         # what has been applied: segments per receive (a receive of no
         # elements counts as done)
         done = [len(r.segs) if r is not None else 0 for r in recvs]
@@ -441,10 +448,11 @@ class Executor:
             self._threads = None
         self._arena.clear()
 
-    def _scratch(self, n: int, like: torch.Tensor) -> torch.Tensor:
-        """A step's receive buffers, carved from one reused tensor: a fresh
-        allocation per step costs page faults on every call."""
-        key = (like.dtype, like.device)
+    def _scratch(self, n: int, like: torch.Tensor, slot: str = "recv") -> torch.Tensor:
+        """A reused tensor of at least n elements like like's, one per slot
+        (a call's receive buffers; the copy a kept input runs on): a fresh
+        allocation per call costs page faults on every call."""
+        key = (like.dtype, like.device, slot)
         a = self._arena.get(key)
         if a is None or a.numel() < n:
             a = torch.empty(max(n, 1), dtype=like.dtype, device=like.device)
@@ -459,39 +467,22 @@ class Executor:
         return got[1]
 
     def _copy(self, work: torch.Tensor) -> torch.Tensor:
-        """work's elements in a buffer reused across calls (on CPU a fresh
-        one would cost its page faults every call)."""
+        """work's elements in a reused buffer (on CUDA a fresh one: the
+        caching allocator reuses memory itself)."""
         if work.device.type == "cuda":
             return work.clone()
-        key = (work.dtype, work.device, "copy")
-        a = self._arena.get(key)
-        if a is None or a.numel() < work.numel():
-            a = torch.empty(work.numel(), dtype=work.dtype, device=work.device)
-            self._arena[key] = a
-        out = a[: work.numel()]
+        out = self._scratch(work.numel(), work, "copy")[: work.numel()]
         out.copy_(work)
         return out
 
     def _parts(self, p: Pattern, pl: Plan, flows: List[int], work: torch.Tensor) -> List[torch.Tensor]:
-        if p.op == "allgather":
-            out = []
-            m = pl.block
-            for f in flows:
-                for b in p.blocks[p.blocks_start[f] : p.blocks_start[f + 1]]:
-                    out.append(work[int(b) * m : (int(b) + 1) * m])
-            return out
-        return [work[int(pl.chunk_lo[p.chunk[f]]) : int(pl.chunk_hi[p.chunk[f]])] for f in flows]
+        return [work[lo:hi] for lo, hi in _ranges(p, pl, flows)]
 
     def peer(self, r: int) -> str:
         """A peer as errors name it: its group rank, and its global rank
         when that differs."""
         g = self.global_ranks[r] if self.global_ranks and r < len(self.global_ranks) else r
         return str(r) if g == r else f"{r} (global rank {g})"
-
-    def _kinds(self, p: Pattern, m: Message, nparts: int) -> List[int]:
-        if p.op == "allgather":
-            return [COPY] * nparts
-        return [int(x) for x in p.kind[m.flows]]
 
     def run(self, p: Pattern, pl: Plan, work: torch.Tensor, reduce: str = SUM, salt: int = 0, t0: Optional[float] = None,
             keep: bool = False) -> FCT:
@@ -542,7 +533,7 @@ class Executor:
             for m, buf, parts in inbox:
                 if m is None:
                     continue
-                r = _Recv(m, buf, parts, self._kinds(p, m, len(parts)), [(0, buf.numel())])
+                r = _Recv(m, buf, parts, _kinds(p, m, len(parts)), [(0, buf.numel())])
                 r.apply(0, reduce)
 
         def read() -> Tuple[Dict[int, float], float]:
