@@ -59,8 +59,36 @@ func TestJudgeChangeIsNotFlippedByOneEpoch(t *testing.T) {
 		{"no gain and one fast epoch", []float64{1.00, 0.99, 1.01, 1.00, 1.02, 0.40}, revert},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if v, gain := judgeChange(before, tc.after, 0.95, 0.02, 0); v != tc.want {
+			if v, gain := judgeChange(before, tc.after, 0.95, 0.02, 0, false); v != tc.want {
 				t.Fatalf("verdict %v (gain %.3f), want %v", v, gain, tc.want)
+			}
+		})
+	}
+}
+
+// A trial the ECMP spread let through and its prior (the pair history)
+// predicted is kept when, after its last batch, it gains at least minGain
+// without being significant; it is still reverted when it gains less, and
+// a change of the model's own is reverted undecided.
+func TestJudgeChangeUndecided(t *testing.T) {
+	before := []float64{2.02, 2.04, 1.83, 2.90, 2.58, 2.75, 1.44, 1.84, 2.10, 2.31}
+	gain := []float64{2.22, 2.23, 2.13, 1.99, 2.04, 2.06, 1.86, 2.05, 2.39, 2.34, 2.05, 2.16, 2.26, 1.84, 1.64, 2.97, 2.30, 1.84}
+	loss := []float64{2.32, 2.33, 2.23, 2.09, 2.14, 2.16, 1.96, 2.15, 2.49, 2.44, 2.15, 2.26, 2.36, 1.94, 1.74, 3.07, 2.40, 1.94}
+	for _, tc := range []struct {
+		name          string
+		after         []float64
+		ext           int
+		keepUndecided bool
+		want          verdict
+	}{
+		{"undecided, more batches to come", gain, 0, true, extend},
+		{"undecided after the last batch: a blind trial", gain, maxExtensions, true, keep},
+		{"undecided after the last batch: the model's change", gain, maxExtensions, false, revert},
+		{"slower: a blind trial", loss, maxExtensions, true, revert},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if v, g := judgeChange(before, tc.after, fabricConfidence, 0.01, tc.ext, tc.keepUndecided); v != tc.want {
+				t.Fatalf("verdict %v (gain %.3f), want %v", v, g, tc.want)
 			}
 		})
 	}

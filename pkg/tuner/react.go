@@ -158,7 +158,7 @@ func (t *reactLoop) judgePending(d *Decision, epoch int) bool {
 	if ev.fabric && ev.spread {
 		conf = min(conf, fabricConfidence)
 	}
-	v, gain := judgeChange(ev.before, ev.after, conf, t.cfg.MinGain, ev.ext)
+	v, gain := judgeChange(ev.before, ev.after, conf, t.cfg.MinGain, ev.ext, ev.fabric && ev.spread)
 	d.Previous = mean(ev.before)
 	d.ObservedGain = 1 + gain
 	switch v {
