@@ -178,7 +178,7 @@ func react_go_pattern_layout(pat *C.uint8_t, plen C.size_t, buf *C.uint8_t, cap 
 	if err != nil {
 		return fail(C.REACT_E_PANIC, "react_pattern_layout: checked pattern has no layout: %v", err)
 	}
-	enc, err := wire.EncodeLayout(ly, critpath.New(p))
+	enc, err := wire.EncodeLayout(ly, critpath.New(p), p.Ranks)
 	if err != nil {
 		return fail(C.REACT_E_PANIC, "react_pattern_layout: %v", err)
 	}

@@ -21,13 +21,14 @@ const LayoutFormat = "react.layout/v1"
 //	"owner"   col  <i4 [C]    rank at which chunk c completes (reducescatter), else -1
 //	"pred_start" col <i4 [F+1] preds[pred_start[f]:pred_start[f+1]] are the flows f waits for
 //	"preds"   col  <i4 [E]    flows of f's chunk into f's source at earlier steps (critpath.DAG)
+//	"exchange_row" int        ExchangeRowLen(F, ranks): the pattern's row in an exchange
 //
 // The preds are when data moves: a flow starts once the last of them has
 // arrived at its source and been applied there. The executor, the
 // simulator and the link model's replay follow this one rule.
 //
 // Columns have the pattern's shape: {"dtype", "shape", "data"}.
-func EncodeLayout(l *semantics.Layout, d *critpath.DAG) ([]byte, error) {
+func EncodeLayout(l *semantics.Layout, d *critpath.DAG, ranks int) ([]byte, error) {
 	predStart := make([]int32, d.Len()+1)
 	var preds []int32
 	for f := range d.Len() {
@@ -36,8 +37,10 @@ func EncodeLayout(l *semantics.Layout, d *critpath.DAG) ([]byte, error) {
 	}
 	w := &appendWriter{b: make([]byte, 0, 256+4*(len(l.Start)+len(l.Blocks)+len(l.Owner)+len(predStart)+len(preds)))}
 	e := encoder{e: msgpack.NewEncoder(w)}
-	e.do(e.e.EncodeMapLen(6))
+	e.do(e.e.EncodeMapLen(7))
 	e.str("format", LayoutFormat)
+	e.do(e.e.EncodeString("exchange_row"))
+	e.do(e.e.EncodeInt(int64(ExchangeRowLen(d.Len(), ranks))))
 	for _, c := range []struct {
 		name string
 		v    []int32

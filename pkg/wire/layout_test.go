@@ -2,6 +2,7 @@ package wire
 
 import (
 	"encoding/binary"
+	"fmt"
 	"testing"
 
 	"github.com/react-torch/react-torch/pkg/critpath"
@@ -33,7 +34,7 @@ func TestEncodeLayout(t *testing.T) {
 			t.Fatal(err)
 		}
 		dag := critpath.New(p)
-		b, err := EncodeLayout(ly, dag)
+		b, err := EncodeLayout(ly, dag, p.Ranks)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -43,6 +44,9 @@ func TestEncodeLayout(t *testing.T) {
 		}
 		if m["format"] != LayoutFormat {
 			t.Errorf("%v/%s: format %v", tc.op, tc.algo, m["format"])
+		}
+		if got, want := fmt.Sprint(m["exchange_row"]), fmt.Sprint(len(p.Flows)+1+tc.n); got != want {
+			t.Errorf("%v/%s: exchange_row %s, want %s", tc.op, tc.algo, got, want)
 		}
 		predStart, preds := []int32{0}, []int32{}
 		for f := range p.Flows {

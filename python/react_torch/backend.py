@@ -91,7 +91,7 @@ class ReactBackend(Delegated, route.BASE):
         """This rank's host group and rail (hier.py). The group keeps one
         control plane and one tuner a key: its patterns span hosts, every
         rail runs the key's pattern in force, and the leader sees each
-        flow's slowest rail (the control gather keeps the largest time)."""
+        flow's slowest rail (the control plane's MAX reduction keeps the largest time)."""
         lay, rank = self.layout, self._rank
         h, i = lay.host(rank), lay.local(rank)
         whole = (self._gloo, self._inner) if len(lay.hosts) == 1 else None

@@ -1,12 +1,12 @@
 """The tuner glue (the paper's RTuner): per collective key an epoch counter,
 the pattern in force and its version; per group a control thread that, once
-per batch, gathers the FCTs of every key's epochs to the leader over a
-separate Gloo group, lets the leader's tuners decide, and broadcasts the
+per batch, brings the FCTs of every key's epochs to the leader over a
+separate Gloo group (a MAX reduction: pkg/wire/exchange.go), lets the leader's tuners decide, and broadcasts the
 decisions.
 
 The collective thread only records an epoch (its FCTs stay Python objects
 until the control thread lays them out). When one key (the clock) has
-B epochs recorded, every key's records go out as one exchange: one gather,
+B epochs recorded, every key's records go out as one exchange: one reduction,
 one broadcast of a fixed header, and only when the leader decided
 something, a broadcast of the patterns and a vote on them.
 
@@ -91,16 +91,17 @@ def fct_batch(epoch0: int, version: int, fct: np.ndarray, elapsed: np.ndarray, e
 
 
 def _width(p: Pattern) -> int:
-    """Values of one epoch in an exchange: its flows, its elapsed time and
-    its ranks' entries."""
-    return p.nflows + 1 + p.ranks
+    """Values of one epoch in an exchange (pkg/wire/exchange.go owns the row)."""
+    if not p.exchange_row:
+        raise ValueError("react_torch: a pattern without its layout has no place in an exchange")
+    return p.exchange_row
 
 
 class Control:
     """One group's control plane. The collective thread (begin, end) only
     records epochs and, every B epochs of one key, hands every key's
     records to the control thread as one exchange; the control thread
-    gathers them to the leader in one message, the leader's tuners decide
+    reduces them to the leader in one operation, the leader's tuners decide
     for every key, and one broadcast carries the decisions back."""
 
     def __init__(self, cfg: Config, group: dist.ProcessGroup, rank: int, size: int, layout):
@@ -237,7 +238,7 @@ class Control:
                 if item is None:
                     return
                 x, items, at = item
-                got = self._gather(self._rows(items))
+                got = self._reduce(self._rows(items))
                 replies, every = [], 0
                 if got is not None:  # the leader
                     self.tq.put(("batch", x, items, got))
@@ -312,12 +313,12 @@ class Control:
     @staticmethod
     def _rows(items) -> np.ndarray:
         """This rank's part of an exchange, one float64 vector: per key, per
-        epoch, a row of its pattern's flows (NaN where this rank received no
+        epoch, a row of its pattern's flows (-inf where this rank received no
         such flow), the epoch's elapsed time and a slot per rank of the
-        pattern for its entry on the group clock (NaN but this rank's).
+        pattern for its entry on the group clock (-inf but this rank's).
         Every rank lays it out alike: the same keys, epochs and versions."""
         n = sum(_width(r[2]) for _, recs in items for r in recs)
-        out = np.full(n, np.nan)
+        out = np.full(n, -np.inf)
         off = 0
         for _, recs in items:
             for _, _, p, fct, elapsed, entry in recs:
@@ -333,19 +334,20 @@ class Control:
 
     # The control group is a bare Gloo group (never registered with
     # torch.distributed), so it is driven through its own methods.
-    def _gather(self, rows: np.ndarray) -> Optional[np.ndarray]:
+    def _reduce(self, rows: np.ndarray) -> Optional[np.ndarray]:
+        """The exchange at the leader: every flow has one receiver and every
+        entry slot one rank, so the element-wise MAX over the ranks is the
+        whole record (and the slowest rank's elapsed time). A reduction, not
+        a gather: the leader receives O(flows), not O(ranks x flows)."""
         row = torch.from_numpy(rows)
-        leader = self.rank == self.cfg.leader
-        outs = [[torch.empty_like(row) for _ in range(self.size)]] if leader else []
-        opts = dist.GatherOptions()
+        opts = dist.ReduceOptions()
         opts.rootRank = self.cfg.leader
-        self.group.gather(outs, [row], opts).wait()
+        opts.reduceOp = dist.ReduceOp.MAX
+        self.group.reduce([row], opts).wait()
         self.messages += 1
-        if not leader:
+        if self.rank != self.cfg.leader:
             return None
-        # every flow has one receiver: its row holds the FCT, the others NaN;
-        # a rank's entry slot is its own (on hosts, the latest of its rails)
-        return np.fmax.reduce(torch.stack(outs[0]).numpy(), axis=0)
+        return np.where(np.isneginf(rows), np.nan, rows)
 
     def _broadcast(self, replies: List[Tuple[int, int, int, bytes]], every: int) -> Tuple[List[Tuple[int, int, int, bytes]], int]:
         """One broadcast of a fixed header (decisions, their size, the

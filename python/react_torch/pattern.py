@@ -41,6 +41,7 @@ class Pattern:
     owner: Optional[np.ndarray] = None
     pred_start: Optional[np.ndarray] = None
     preds: Optional[np.ndarray] = None
+    exchange_row: int = 0  # values of one epoch in the control plane's exchange (pkg/wire/exchange.go)
 
     @property
     def nflows(self) -> int:
@@ -60,6 +61,7 @@ class Pattern:
             ly = msgpack.unpackb(layout, raw=False)
             p.blocks_start, p.blocks, p.owner = _col(ly["start"]), _col(ly["blocks"]), _col(ly["owner"])
             p.pred_start, p.preds = _col(ly["pred_start"]), _col(ly["preds"])
+            p.exchange_row = int(ly["exchange_row"])
         return p
 
 

@@ -36,6 +36,15 @@ def test_pattern_switch_keeps_results_exact():
         assert rc == 0 and "OK switch" in out, err[-3000:]
 
 
+def test_sixteen_ranks_switch():
+    """16 ranks, the link model's tuner: every rank's FCTs reach the leader
+    in the exchange's MAX reduction, the slow rank is found, and every rank
+    switches at the same epoch with exact results."""
+    res = launch(16, "switch", env={"REACT_TEST_SLOW_RANK": "3", "REACT_LAG": "2"}, timeout=600)
+    for rc, out, err in res:
+        assert rc == 0 and "OK switch" in out, err[-3000:]
+
+
 def test_killed_rank_times_out():
     res = launch(3, "killed", env={"REACT_TUNE": "0"}, timeout=120)
     assert res[1][0] == 3
