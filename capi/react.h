@@ -135,6 +135,8 @@ int react_pattern_generate(const char* op, const char* algo, int ranks, int root
  * preds[pred_start[f]:pred_start[f+1]] (its chunk's flows into its source
  * at earlier steps) to arrive and be applied at its source. An executor
  * places and orders data by these, never by guessing from the algorithm.
+ * "exchange_row" (an integer): the float64 values one epoch of the pattern
+ * takes in the control plane's exchange (flows, elapsed, one per rank).
  * Output by the buffer protocol. */
 int react_pattern_layout(const uint8_t* pattern, size_t plen,
                          uint8_t* buf, size_t cap, size_t* len);
