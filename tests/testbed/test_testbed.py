@@ -76,15 +76,21 @@ def _nothing_left(pid):
 
 
 def test_congested_rank_moved_off_the_critical_path(tmp_path):
-    # 60 epochs: the runtime takes a switch two exchanges after the one that
-    # carried it (docs/runtime.md), up to 18 epochs after the tuner decided
+    """p = 2 flows into rank 1: the tuner moves rank 1 off the critical path
+    (fewer flows into it) and results stay exact. Whether the move is kept
+    is the judge's, on measured times: the external flows' load comes in
+    bursts (epochs of 0.34 to 1.96 s in one run), and in 3 of about 20 runs
+    the moved pattern's first batch fell in one (0.92 s against 0.74 s
+    before) and was reverted. The test holds the tuner to having tried. 60
+    epochs: the runtime takes a switch two exchanges after the one that
+    carried it (docs/runtime.md), up to 18 epochs after the tuner decided."""
     p, res = _run(["run", "--ranks", "4", "--flows", "2", "--target", "1", "--epochs", "60", "--modes", "react", *SHORT], tmp_path)
     r = res["react"]
     assert r["wrong"] == 0
     assert r["changes"] >= 1, f"the tuner made no switch under congestion of rank 1\n{p.stderr[-2000:]}"
     sw = r["swap"]
     assert sw["target"] == 1
-    assert sw["flows_into_target_after"] < sw["flows_into_target_before"], sw["text"]
+    assert sw["flows_into_target_fewest"] < sw["flows_into_target_before"], sw["text"]
     # the external flows really ran
     assert sum(f.get("bytes", 0) for f in r["flows_measured"] if f.get("role") == "sink") > 0
 
