@@ -9,7 +9,9 @@ the calls and the ranks:
 
 - Ledger (always on, CPU patterns): every call's signature (group call
   number, op, dtype, element count, root, reduce op, the key's epoch and
-  pattern version) is hashed into the tags of its point-to-point messages.
+  pattern version) is hashed into the tags of its point-to-point messages
+  (in a hierarchical group, the rails'; a host's ranks first compare a
+  digest of their call, since its host phases are Gloo collectives).
   Gloo matches a receive only with a send of the same tag, so a message of
   another call is never received, let alone combined; the ranks of such a
   call wait for each other, and only then (a call stuck for STUCK_S) does
@@ -20,7 +22,7 @@ the calls and the ranks:
   other; nothing of a mismatched call moves, not even between the ranks
   that agree. It costs one round of small messages per call (measured in
   tests/python/bench_check.py), and covers what the tags cannot: NCCL's
-  transfers and the host phases of hierarchical groups.
+  transfers.
 """
 
 from __future__ import annotations
@@ -225,6 +227,7 @@ class CallCheck:
 STUCK_S = 1.0
 POLL_S = 0.25  # how often a stuck call looks again, at first ...
 POLL_MAX_S = 2.0  # ... and at most, once it has waited long
+FOUND_S = 5.0  # how long a rank that saw its host's calls differ waits for its peers' signatures (Ledger.found)
 HISTORY = 16  # signatures a rank publishes: its current call and those before
 SALT_BITS = 20  # of a signature's hash, in every tag (executor.tag: below CHECK_TAG)
 LINGER_S = 5.0  # how long a failed rank waits for every rank to have read the verdict (Ledger.linger)
@@ -236,6 +239,13 @@ def salt(sig: Sequence[int]) -> int:
     tags with probability 2^-20, and only then does their data meet."""
     d = hashlib.blake2b(struct.pack("<8q", *sig), digest_size=4).digest()
     return int.from_bytes(d, "little") & ((1 << SALT_BITS) - 1)
+
+
+def digest(sig: Sequence[int]) -> int:
+    """62 bits of BLAKE2b of a signature: what a host's ranks compare
+    before their host phases (hier.py), where no tag carries the call."""
+    d = hashlib.blake2b(struct.pack("<8q", *sig), digest_size=8).digest()
+    return int.from_bytes(d, "little") >> 2
 
 
 class Ledger:
@@ -289,8 +299,38 @@ class Ledger:
             self._thread.start()
         return salt(sig)
 
+    def digest(self) -> int:
+        """The current call's digest (begin's)."""
+        return digest(self.calls[-1])
+
     def end(self) -> None:
         self.current = None
+
+    def found(self, peers: Sequence[int]) -> "MismatchError":
+        """A mismatch that a check outside the tags saw (a host's ranks
+        comparing digests before their host phases): publishes this rank's
+        calls, names them against its peers' as they publish theirs (FOUND_S
+        at most), fails the group as the watchdog does and waits for every
+        rank to read the verdict. Returns the error to raise."""
+        self.peers = peers
+        until = time.monotonic() + FOUND_S
+        try:
+            self.store.set(_ENTRY % self.rank, self._entry())
+            while self.failed is None:
+                if self.store.check([_VERDICT]):
+                    self._fail(self.store.get(_VERDICT).decode())
+                    break
+                text = self._compare()
+                if text is None and time.monotonic() > until:
+                    text = f"rank {self.rank}'s call {self.calls[-1][SEQ]} differs from its host's other ranks' (they did not publish theirs)"
+                if text is not None:
+                    self._fail(self.store.compare_set(_VERDICT, "", text).decode())
+                    break
+                time.sleep(POLL_S / 5)
+        except Exception as e:  # the store went away: this rank's finding is all there is
+            self._fail(f"rank {self.rank}'s call {self.calls[-1][SEQ]} differs from its host's other ranks' ({e})")
+        self.linger()
+        return self.error()
 
     def __enter__(self) -> "Ledger":
         return self

@@ -79,8 +79,8 @@ class ReactBackend(Delegated, route.BASE):
         self._check = agree.CallCheck(self._gloo, rank, size) if size > 1 and self.cfg.check_calls else None
         self.layout = hosts.discover(store, rank, size) if size > 1 and self.cfg.hosts != "flat" else None
         self._hier = self._hierarchical(store) if self.layout is not None and self.layout.hierarchical(self.cfg.hosts) else None
-        # hierarchical groups: their host phases are Gloo collectives, no tags to carry a call (CallCheck covers them)
-        self._ledger = agree.Ledger(store, rank, size, self._kill) if size > 1 and self._hier is None else None
+        self._ledger = agree.Ledger(store, rank, size, self._kill) if size > 1 else None
+        self._others = [r for r in range(size) if r != rank]
         # one host: nothing crosses a network, nothing to tune
         tuned = size > 1 and self.cfg.tune and not (self._hier is not None and len(self.layout.hosts) == 1)
         self._control = Control(self.cfg, self._ctrl_pg, rank, size, self._decode) if tuned else None
@@ -101,7 +101,7 @@ class ReactBackend(Delegated, route.BASE):
             rail = hier.RailGroup(store, i, h, len(lay.hosts), self._timeout, [self.global_ranks[r] for r in lay.rail(i)])
         log.info("react_torch: group %s rank %d: hierarchical over %s; host %d, local rank %d%s", self._name, rank,
                  lay.describe(), h, i, f", rail {i}" if rail is not None else "")
-        return hier.Hier(lay, rank, host, rail, self._pattern_call, self._check)
+        return hier.Hier(lay, rank, host, rail, self._pattern_call, self._check, [r for r in lay.hosts[h] if r != rank])
 
     # ---- identity
     def getBackendName(self) -> str:
@@ -184,12 +184,19 @@ class ReactBackend(Delegated, route.BASE):
         which ends every wait on them, here and at the peers. A receive from
         a peer that closed its pairs already fails at once without closing
         the others: the next peer is tried then."""
-        for pg in (self._gloo, self._ctrl_pg):
+        groups = [(self._gloo, self._rank, self._size), (self._ctrl_pg, self._rank, self._size)]
+        if self._hier is not None:  # its host phases and rails move the data
+            hg, rail = self._hier.host, self._hier.rail
+            if hg._gloo is not None and hg._gloo is not self._gloo:
+                groups.append((hg._gloo, hg.local, hg.size))
+            if rail is not None:
+                groups.append((rail.pg(torch.empty(0)), self.layout.host(self._rank), len(self.layout.hosts)))
+        for pg, me, n in groups:
             if pg is None:
                 continue
-            for k in range(1, self._size):
+            for k in range(1, n):
                 try:
-                    pg.recv([torch.empty(1)], (self._rank + k) % self._size, _KILL_TAG).wait(timedelta(milliseconds=1))
+                    pg.recv([torch.empty(1)], (me + k) % n, _KILL_TAG).wait(timedelta(milliseconds=1))
                 except Exception as e:
                     if "Timed out" in str(e):  # the point: every pair is closed now
                         break
@@ -223,11 +230,14 @@ class ReactBackend(Delegated, route.BASE):
         something else never receives this call's data; with CallCheck on,
         every rank first compares its call with the others'. keep: work's
         elements must end as they began (a non-root rank's reduce)."""
-        if self._hier is not None:  # writes only the root's work
-            return self._hier.run(op, t, numel, work, reduce, root)
         dtype = str(t.dtype).replace("torch.", "")
         redop = reduce if op in ("allreduce", "reduce", "reducescatter") else ""
         led = self._ledger
+        if self._hier is not None:  # writes only the root's work
+            with led:
+                salt = led.begin(op, dtype, numel, root, redop)
+                led.peers = self._others
+                return self._hier.run(op, t, numel, work, reduce, root, led, salt)
         if numel == 0:  # nothing to move, but a rank with data must not wait for this one
             led.begin(op, dtype, 0, root, redop)
             led.end()

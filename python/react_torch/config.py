@@ -32,7 +32,7 @@ _FIELDS = {
     "gomaxprocs": ("REACT_GOMAXPROCS", int, 1, "Go threads per rank (0 = Go's default, all CPUs)"),
     "segment_bytes": ("REACT_SEGMENT_BYTES", int, 0, "a message is sent in segments of about this size, so reducing one overlaps receiving the next (0: whole)"),
     "min_calls": ("REACT_MIN_CALLS", int, 3, "a key is tuned only from its this-many-th call on"),
-    "check_calls": ("REACT_CHECK_CALLS", bool, False, "also compare every rank's call before any of its data moves, even between the ranks that agree, and on NCCL and hierarchical groups (default: on with TORCH_DISTRIBUTED_DEBUG=DETAIL, as Gloo's own check; it costs about 30% of a 1 MB AllReduce on 4 CPU ranks here). Without it a call's tags carry its signature and a mismatch still fails on every rank"),
+    "check_calls": ("REACT_CHECK_CALLS", bool, False, "also compare every rank's call before any of its data moves, even between the ranks that agree, and on NCCL (default: on with TORCH_DISTRIBUTED_DEBUG=DETAIL, as Gloo's own check; it costs about 30% of a 1 MB AllReduce on 4 CPU ranks here). Without it a call's tags carry its signature and a mismatch still fails on every rank"),
     "test_slow_rank": ("REACT_TEST_SLOW_RANK", int, -1, "test hook: every message into this rank (on hosts, into its host) arrives 20 ms late, as if its link were congested (tuned groups only)"),
 }
 

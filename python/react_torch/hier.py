@@ -86,6 +86,20 @@ class HostGroup:
             return name == SUM
         return t.dtype in _GLOO_REDUCE and (name in ("sum", "product", "min", "max") or (name in ("band", "bor", "bxor") and not t.dtype.is_floating_point))
 
+    def agree(self, digest: int) -> bool:
+        """Whether every rank of the host called what this one did (digest:
+        agree.digest of its call): one small MAX allreduce of (d, -d), on
+        Gloo whatever the data's device, before any host phase moves data.
+        Gloo's collectives carry no tags: a mismatched host phase would
+        combine garbage, or abort the process on a longer message."""
+        if self.size == 1:
+            return True
+        v = torch.tensor([digest, -digest], dtype=torch.int64)
+        o = dist.AllreduceOptions()
+        o.reduceOp = dist.ReduceOp.MAX
+        self._gloo.allreduce([v], o).wait()
+        return int(v[0]) == digest and -int(v[1]) == digest
+
     def allgather(self, mine: torch.Tensor) -> torch.Tensor:
         """Every local rank's mine, in local rank order, as one tensor."""
         if self.size == 1:
@@ -147,6 +161,9 @@ class Hier:
     rail: Optional[RailGroup]  # None past the rails or on one host
     call: Callable  # backend._pattern_call: one epoch of a key's pattern over hosts
     check: Optional[Callable]
+    peers: List[int]  # the group ranks of this rank's host, this one's excepted
+
+    _salt: int = dataclasses.field(default=0, init=False)  # the current call's (run)
 
     @property
     def h(self) -> int:
@@ -163,19 +180,27 @@ class Hier:
     def _across(self, op: str, part: torch.Tensor, numel: int, name: str = SUM, root_host: int = -1) -> None:
         """The inter-host pattern on part. Every rank of the group takes part
         in the key's epoch (the control plane counts calls on every rank);
-        a rank on no rail moves nothing."""
+        a rank on no rail moves nothing. The call's salt is in the rail's
+        tags: hosts that called different things never exchange data."""
         if self.H > 1:
-            self.call(op, part, numel, part if self.rail is not None else None, name, root_host, rail=self.rail)
+            salt = self._salt
+            self.call(op, part, numel, part if self.rail is not None else None, name, root_host, rail=self.rail, check=lambda st: salt)
 
-    def run(self, op: str, t: torch.Tensor, numel: int, work: torch.Tensor, reduce: str = SUM, root: int = -1) -> None:
+    def run(self, op: str, t: torch.Tensor, numel: int, work: torch.Tensor, reduce: str, root: int, ledger, salt: int) -> None:
         """Runs one collective with the flat pattern's contract on work
         (backend._run): the allreduce's work ends reduced, the allgather's
         buffer (this rank's piece in place) ends whole, the reducescatter's
         ends with this rank's block reduced, the broadcast's ends the root's,
-        the reduce's ends reduced on the root."""
+        the reduce's ends reduced on the root. ledger (agree.Ledger) has
+        begun the call: its digest is checked across the host before the
+        host phases, and salt (begin's) goes into the rails' tags."""
         dtype = str(t.dtype).replace("torch.", "")
+        redop = reduce if op in ("allreduce", "reduce", "reducescatter") else ""
         if self.check is not None:
-            self.check(op, dtype, numel, root, reduce if op in ("allreduce", "reduce", "reducescatter") else "")
+            self.check(op, dtype, numel, root, redop)
+        if not self.host.agree(ledger.digest()):
+            raise ledger.found(self.peers)
+        self._salt = salt
         if numel == 0:
             return
         name = SUM if reduce == AVG else reduce

@@ -471,6 +471,34 @@ def mismatch_kill_order():
     print("OK mismatch_kill_order", flush=True)
 
 
+def mismatch_hosts():
+    """2 hosts x 2 ranks (hierarchical, the default check): a call that
+    differs inside a host is found by the host's digest check before its
+    host phases move data; one that differs between hosts by the rails'
+    tags. Either way every rank raises one sentence naming the calls."""
+    rank, n, gloo = init(timeout=30)
+    assert n == 4
+
+    def fresh():
+        g = _fresh_group(rank)
+        assert react_torch.backend_of(g)._hier is not None, "not hierarchical"
+        return g
+
+    x = data(rank, 1000, torch.int32 if rank == 3 else torch.float32)
+    _raises_mismatch(rank, fresh(), lambda g: dist.all_reduce(x, group=g), ["rank 3: allreduce (sum) of 1000 int32"], within=10)
+    y = data(rank, 999 if rank == 1 else 1000, torch.float32)
+    _raises_mismatch(rank, fresh(), lambda g: dist.all_reduce(y, group=g), ["rank 1: allreduce (sum) of 999 float32"], within=10)
+    z = data(rank, 1000, torch.float32)
+    _raises_mismatch(rank, fresh(), lambda g: dist.broadcast(z, src=1, group=g) if rank == 0 else dist.all_reduce(z, group=g),
+                     ["rank 0: broadcast of 1000 float32 from root 1", "allreduce (sum) of 1000 float32"], within=10)
+    # between hosts: each host agrees with itself
+    w = data(rank, 1000, torch.int32 if rank >= 2 else torch.float32)
+    _raises_mismatch(rank, fresh(), lambda g: dist.all_reduce(w, group=g), ["ranks 0, 1: allreduce (sum) of 1000 float32",
+                                                                             "ranks 2, 3: allreduce (sum) of 1000 int32"], within=10)
+    dist.barrier(group=gloo)
+    print("OK mismatch_hosts", flush=True)
+
+
 def debug_detail():
     """TORCH_DISTRIBUTED_DEBUG=DETAIL wraps react in torch's checking
     wrapper, as it wraps Gloo: collectives run, and its own mismatch check

@@ -115,6 +115,14 @@ def test_mismatched_calls_fail_on_every_rank_by_default():
         assert rc == 0 and "OK mismatch_tags" in out, (out, err[-3000:])
 
 
+def test_mismatched_calls_fail_on_every_rank_of_a_hierarchical_group():
+    """Before: a hierarchical group had no check by default (its host phases
+    are Gloo collectives, which carry no tags): float32 on one rank and
+    int32 on the others returned garbage on all four ranks."""
+    for rc, out, err in launch(4, "mismatch_hosts", env={"REACT_LAG": "2"}, hosts=[0, 0, 1, 1], script=CONFORM, timeout=180):
+        assert rc == 0 and "OK mismatch_hosts" in out, (out, err[-3000:])
+
+
 def test_mismatch_closes_every_pair_whoever_finds_it_first():
     """Before: a rank whose first peer had closed its pairs already did not
     close its own, and a rank waiting on it waited for the group timeout."""
