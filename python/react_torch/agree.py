@@ -39,7 +39,7 @@ from typing import Callable, Deque, Dict, List, Optional, Sequence, Tuple
 import torch
 import torch.distributed as dist
 
-from . import config
+from . import config, ops
 
 log = logging.getLogger("react_torch")
 
@@ -56,8 +56,9 @@ CHECK_TAG = 1 << 30
 # messages a rank instead of n-1).
 DIRECT_MAX = 32
 
-OPS = ("allreduce", "allgather", "reducescatter", "broadcast", "reduce", "barrier")
-REDUCE = ("", "sum", "avg", "product", "min", "max", "band", "bor", "bxor")
+# a signature numbers its op and reduce op by their place here
+OPS = ops.OPS + ("barrier",)
+REDUCE = ("",) + ops.REDUCE_OPS
 _DTYPES: Dict[str, int] = {}
 _NAMES: List[str] = []
 

@@ -30,7 +30,8 @@ import torch.distributed as dist
 from . import _lib, agree, hier, hosts, route
 from .config import Config, from_env
 from .control import Control, KeyState
-from .executor import AVG, Executor, check_reduce, reduce_name
+from .executor import Executor
+from .ops import AVG, check_reduce, redop, reduce_name
 from .pattern import Pattern, plan
 from .delegated import Delegated
 from .lane import Lane
@@ -38,7 +39,6 @@ from .work import Work
 
 log = logging.getLogger("react_torch")
 
-_OPS = ("allreduce", "allgather", "reducescatter", "broadcast", "reduce")
 # REACT_TEST_SLOW_RANK's hold on a message: many times a small call's flows
 # on this machine's loopback, so the tuner sees it through CPU noise (5 ms
 # was lost in it with a 3 GB pip install beside the tests)
@@ -244,24 +244,24 @@ class ReactBackend(Delegated, route.BASE):
         every rank first compares its call with the others'. keep: work's
         elements must end as they began (a non-root rank's reduce)."""
         dtype = str(t.dtype).replace("torch.", "")
-        redop = reduce if op in ("allreduce", "reduce", "reducescatter") else ""
+        red = redop(op, reduce)
         led = self._ledger
         if self._hier is not None:  # writes only the root's work
             with led:
-                salt = led.begin(op, dtype, numel, root, redop)
+                salt = led.begin(op, dtype, numel, root, red)
                 led.peers = self._others
                 return self._hier.run(op, t, numel, work, reduce, root, led, salt)
         if numel == 0:  # nothing to move, but a rank with data must not wait for this one
-            led.begin(op, dtype, 0, root, redop)
+            led.begin(op, dtype, 0, root, red)
             led.end()
             if self._check is not None:
-                self._check(op, dtype, 0, root, redop)
+                self._check(op, dtype, 0, root, red)
             return
 
         def check(st) -> int:
-            salt = led.begin(op, dtype, numel, root, redop, st.epoch, st.version)
+            salt = led.begin(op, dtype, numel, root, red, st.epoch, st.version)
             if self._check is not None:
-                self._check(op, dtype, numel, root, redop, st.epoch, st.version)
+                self._check(op, dtype, numel, root, red, st.epoch, st.version)
             return salt
 
         with led:

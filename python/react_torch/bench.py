@@ -34,8 +34,8 @@ import torch
 import torch.distributed as dist
 
 import react_torch
+from react_torch.ops import OPS, REDUCING
 
-REDUCING = ("allreduce", "reduce", "reducescatter")
 
 
 def _size(s: str) -> int:
@@ -192,7 +192,7 @@ def _line(cols, ratio_w: int) -> str:
 
 def main(argv=None):
     ap = argparse.ArgumentParser(prog="python -m react_torch.bench", description=__doc__.split("\n\n")[0])
-    ap.add_argument("--op", default="allreduce", choices=["allreduce", "allgather", "reducescatter", "broadcast", "reduce"])
+    ap.add_argument("--op", default="allreduce", choices=OPS)
     ap.add_argument("-b", "--minbytes", "--min-bytes", dest="min_bytes", default="1M", help="smallest size (whole buffer, as nccl-tests)")
     ap.add_argument("-e", "--maxbytes", "--max-bytes", dest="max_bytes", default="64M", help="largest size")
     ap.add_argument("-f", "--stepfactor", "--step-factor", dest="step_factor", type=int, default=2)

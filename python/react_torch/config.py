@@ -14,6 +14,8 @@ import os
 import re
 from typing import Any, Dict, List, Optional, Tuple
 
+from . import ops
+
 log = logging.getLogger("react_torch")
 
 # react_torch's own settings: name -> (environment variable, type, default, help)
@@ -217,7 +219,7 @@ def validate(cfg: Config, size: int) -> List[str]:
     if not -1 <= cfg.test_slow_rank < size:
         bad.append(f"{_show('test_slow_rank', cfg)}: want -1 (off) or a rank, 0 to {size - 1}")
     # algorithm names and the rank count, by generating the patterns' smallest form
-    for op in ("allreduce", "allgather", "reducescatter", "broadcast", "reduce"):
+    for op in ops.OPS:
         try:
             _lib.generate_pattern(op, cfg.algo(op), 2, 0 if op in ("broadcast", "reduce") else -1)
         except _lib.ReactError as e:

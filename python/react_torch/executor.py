@@ -37,10 +37,9 @@ from typing import Callable, Dict, List, Optional, Tuple, Union
 import torch
 import torch.distributed as dist
 
+from .ops import AVG, BAND, BOR, BXOR, MAX, MIN, PRODUCT, SUM
 from .pattern import COPY, REDUCE, TAG_STEPS, Message, Pattern, Plan
 
-SUM, AVG, PRODUCT, MIN, MAX = "sum", "avg", "product", "min", "max"
-BAND, BOR, BXOR = "band", "bor", "bxor"
 
 SEGMENT_BYTES = 1 << 20  # a message is cut into segments of about this size
 MAX_SEGMENTS = 64  # and at most this many
@@ -56,37 +55,6 @@ def tag(salt: int, m: Message, segment: int) -> int:
 # A CPU run returns its FCTs; a CUDA run a callable that waits for the GPU
 # and returns the FCTs and the collective's GPU time.
 FCT = Union[Dict[int, float], Callable[[], Tuple[Dict[int, float], float]]]
-
-
-def op_name(op) -> str:
-    """A torch ReduceOp by name (SUM, BAND, PREMUL_SUM, ...), not
-    <ReduceOp object at 0x...>."""
-    for k, v in dist.ReduceOp.RedOpType.__members__.items():
-        if op == v:
-            return k
-    return str(op)
-
-
-def reduce_name(op, what: str = "collective") -> str:
-    """Maps a torch ReduceOp to the executor's name; an unsupported op
-    raises, naming the collective and the op."""
-    r = dist.ReduceOp
-    table = {r.SUM: SUM, r.PRODUCT: PRODUCT, r.MIN: MIN, r.MAX: MAX, r.BAND: BAND, r.BOR: BOR, r.BXOR: BXOR}
-    if hasattr(r, "AVG"):
-        table[r.AVG] = AVG
-    for k, v in table.items():
-        if op == k:
-            return v
-    raise ValueError(f"react_torch: {what}: reduce op {op_name(op)} is not supported (SUM, AVG, PRODUCT, MIN, MAX, BAND, BOR, BXOR are)")
-
-
-def check_reduce(name: str, dtype: torch.dtype, what: str = "collective") -> None:
-    if name == AVG and not (dtype.is_floating_point or dtype.is_complex):
-        raise TypeError(f"react_torch: {what}: reduce op AVG needs a floating point tensor, got {dtype}")
-    if name in (MIN, MAX) and dtype.is_complex:
-        raise TypeError(f"react_torch: {what}: reduce op {name.upper()} is not defined for {dtype}")
-    if name in (BAND, BOR, BXOR) and (dtype.is_floating_point or dtype.is_complex):
-        raise TypeError(f"react_torch: {what}: reduce op {name.upper()} needs an integer or bool tensor, got {dtype}")
 
 
 class PeerError(RuntimeError):

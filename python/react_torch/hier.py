@@ -37,7 +37,8 @@ from typing import Callable, List, Optional
 import torch
 import torch.distributed as dist
 
-from .executor import AVG, SUM, combine
+from .executor import combine
+from .ops import AVG, BAND, BOR, BXOR, MAX, MIN, PRODUCT, SUM, redop
 from .hosts import Layout
 
 # What Gloo reduces itself (measured on 2 ranks, torch 2.15): every other
@@ -48,8 +49,8 @@ _GLOO_REDUCE = {torch.float32, torch.float64, torch.float16, torch.bfloat16, tor
 # versions between are not checked): there only a sum goes to it.
 _GLOO_RS_ANY_OP = tuple(int(x) for x in torch.__version__.split("+")[0].split(".")[:2]) >= (2, 14)
 
-_GLOO_OPS = {"sum": dist.ReduceOp.SUM, "product": dist.ReduceOp.PRODUCT, "min": dist.ReduceOp.MIN, "max": dist.ReduceOp.MAX,
-             "band": dist.ReduceOp.BAND, "bor": dist.ReduceOp.BOR, "bxor": dist.ReduceOp.BXOR}
+_GLOO_OPS = {SUM: dist.ReduceOp.SUM, PRODUCT: dist.ReduceOp.PRODUCT, MIN: dist.ReduceOp.MIN, MAX: dist.ReduceOp.MAX,
+             BAND: dist.ReduceOp.BAND, BOR: dist.ReduceOp.BOR, BXOR: dist.ReduceOp.BXOR}
 
 
 def _bytes(t: torch.Tensor) -> torch.Tensor:
@@ -84,7 +85,7 @@ class HostGroup:
             return name in _GLOO_OPS and t.dtype != torch.bool and not (t.is_complex() and name != SUM)
         if t.is_complex():
             return name == SUM
-        return t.dtype in _GLOO_REDUCE and (name in ("sum", "product", "min", "max") or (name in ("band", "bor", "bxor") and not t.dtype.is_floating_point))
+        return t.dtype in _GLOO_REDUCE and (name in (SUM, PRODUCT, MIN, MAX) or (name in (BAND, BOR, BXOR) and not t.dtype.is_floating_point))
 
     def agree(self, digest: int) -> bool:
         """Whether every rank of the host called what this one did (digest:
@@ -195,9 +196,8 @@ class Hier:
         begun the call: its digest is checked across the host before the
         host phases, and salt (begin's) goes into the rails' tags."""
         dtype = str(t.dtype).replace("torch.", "")
-        redop = reduce if op in ("allreduce", "reduce", "reducescatter") else ""
         if self.check is not None:
-            self.check(op, dtype, numel, root, redop)
+            self.check(op, dtype, numel, root, redop(op, reduce))
         if not self.host.agree(ledger.digest()):
             raise ledger.found(self.peers)
         self._salt = salt
