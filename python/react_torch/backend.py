@@ -18,7 +18,6 @@ import contextlib
 import gc
 import logging
 import os
-import threading
 import weakref
 import time
 from datetime import timedelta

@@ -411,7 +411,7 @@ class Control:
         """The leader's tuners take every key's epochs of an exchange; what
         they decided is (key, version, the tuner's switch epoch, pattern)."""
         out, off = [], 0
-        for i, (key, recs) in enumerate(items):
+        for key, recs in items:
             n = sum(_width(r[2]) for r in recs)
             r = self._decide(key, recs, got[off : off + n])
             off += n
@@ -427,7 +427,6 @@ class Control:
         fed as such, and the tuner's switch waits for them (Tuner.Ran in
         Go), so that its judge compares the new pattern with the old one's
         latest epochs."""
-        st = self.keys[key]
         run: List[Tuple[int, np.ndarray, float, Optional[np.ndarray]]] = []
         run_ver, run_pat, decided, off = -1, None, None, 0
         # CUDA records are step ends, read from the receiver's previous step

@@ -9,7 +9,7 @@ import pytest
 import torch
 import torch.distributed as dist
 
-import react_torch
+import react_torch  # noqa: F401  (registers the backend)
 from react_torch.executor import combine, _Recv
 from react_torch.pattern import COPY, REDUCE, Message
 

@@ -336,7 +336,7 @@ def mismatch():
         agree.DIRECT_MAX = 32 if direct else 1
         # float32 on two ranks, int32 on one
         x = data(rank, 1000, torch.int32 if rank == last else torch.float32)
-        expect(fresh(), lambda g: dist.all_reduce(x, group=g), x,
+        expect(fresh(), lambda g, x=x: dist.all_reduce(x, group=g), x,
                ["ranks 0, 1: allreduce (sum) of 1000 float32", f"rank {last}: allreduce (sum) of 1000 int32", "none of this call's data"])
     # one rank skips a call: it is a call ahead of the others
     a, b = data(rank, 1000, torch.float32, 1), data(rank, 500, torch.float32, 2)

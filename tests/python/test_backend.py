@@ -56,7 +56,7 @@ def test_killed_rank_times_out():
 def test_ddp_losses_equal_gloo():
     def losses(backend):
         res = launch(4, "ddp", backend, env={"REACT_TUNE": "0"} if backend == "react" else {})
-        for rc, out, err in res:
+        for rc, _, err in res:
             assert rc == 0, err[-3000:]
         return [line for line in res[0][1].splitlines() if line.startswith("LOSSES")][0].split()[1:]
 

@@ -44,7 +44,7 @@ def test_bench_allgather_against_gloo(tmp_path):
     js = tmp_path / "b.json"
     res = launch(4, "react_torch.bench", "--op", "allgather", "-b", "100", "-e", "400", "-f", "4", "-n", "3", "-w", "1", "--block", "2",
                  "--json", str(js), script="-m", env={"REACT_TUNE": "0"})
-    for rc, out, err in res:
+    for rc, _, err in res:
         assert rc == 0, err[-3000:]
     out = res[0][1]
     head = [ln for ln in out.splitlines() if ln.startswith("#")]
@@ -66,7 +66,7 @@ def test_bench_allgather_against_gloo(tmp_path):
 def test_bench_against_react_notune():
     res = launch(2, "react_torch.bench", "--op", "allreduce", "-b", "1K", "-e", "1K", "-n", "2", "-w", "1", "--against", "react-notune",
                  script="-m")
-    for rc, out, err in res:
+    for rc, _, err in res:
         assert rc == 0, err[-3000:]
     rows = _rows(res[0][1])
     assert [r[6] for r in rows] == ["react", "react-notune"]

@@ -61,7 +61,7 @@ def test_host_pattern_switches_mid_run(hosts_, slow):
 def test_ddp_losses_equal_gloo_on_hosts():
     def losses(backend):
         res = launch(4, "ddp", backend, env=TUNE_OFF if backend == "react" else {}, hosts=LAYOUTS["2x2"])
-        for rc, out, err in res:
+        for rc, _, err in res:
             assert rc == 0, err[-3000:]
         return [float(v) for v in [ln for ln in res[0][1].splitlines() if ln.startswith("LOSSES")][0].split()[1:]]
 
@@ -90,7 +90,7 @@ def test_layout_found_and_forced(layout, env, hier):
 
 def test_unknown_hosts_setting_is_refused():
     res = launch(2, "hostlayout", env={"REACT_HOSTS": "rails"})
-    for rc, out, err in res:
+    for rc, _, err in res:
         assert rc != 0 and "REACT_HOSTS='rails': want auto, flat, hier" in err, err[-2000:]
 
 
