@@ -10,7 +10,7 @@ from __future__ import annotations
 import ctypes
 import os
 import threading
-from typing import Optional, Tuple
+from typing import Callable, Optional, Tuple
 
 # Status codes of capi/react.h; tests/python checks them against the header.
 OK, NONE = 0, 1
@@ -73,6 +73,17 @@ def _declare(lib: ctypes.CDLL) -> None:
         fn.argtypes, fn.restype = args, res
 
 
+# What react_init is given: libreact's log level, its log file ("" for
+# stderr) and GOMAXPROCS. config.py installs the function that reads them
+# from react_torch's own REACT_* variables (the package imports it first),
+# so that this module imports nothing of the package.
+def _default_init_args() -> Tuple[int, str, int]:
+    return 1, "", 1
+
+
+init_args: Callable[[], Tuple[int, str, int]] = _default_init_args
+
+
 def lib() -> ctypes.CDLL:
     global _lib, _pid
     if _forked or (_pid is not None and _pid != os.getpid()):
@@ -83,9 +94,7 @@ def lib() -> ctypes.CDLL:
         if _lib is None:
             import torch  # noqa: F401  (torch first: signal handlers)
 
-            from . import config
-
-            cfg = config.own_settings()  # not from_env: the tuner's settings come from this library
+            level, log_path, procs = init_args()
             path = library_path()
             handle = ctypes.CDLL(path)
             try:
@@ -94,11 +103,7 @@ def lib() -> ctypes.CDLL:
                 raise ReactError(E_ARG, f"react_torch: {path} is not the libreact this package expects ({e}); rebuild it (make lib)") from None
             if handle.react_abi_version() != ABI_VERSION:
                 raise ReactError(E_ARG, f"react_torch: {path} has ABI {handle.react_abi_version()}, want {ABI_VERSION}; rebuild it (make lib)")
-            from .config import LOG_LEVELS
-
-            if cfg.log_level not in LOG_LEVELS:
-                raise ReactError(E_ARG, f"react_torch: REACT_LOG_LEVEL={cfg.log_level}: want 0 (debug), 1 (info), 2 (warn), 3 (error) or 4 (off)")
-            rc = handle.react_init(LOG_LEVELS[cfg.log_level], cfg.log_path.encode() or None, cfg.gomaxprocs)
+            rc = handle.react_init(level, log_path.encode() or None, procs)
             if rc < 0:
                 raise ReactError(rc, "react_torch: react_init failed: " + _last_error(handle))
             _lib, _pid = handle, os.getpid()

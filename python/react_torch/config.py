@@ -14,7 +14,7 @@ import os
 import re
 from typing import Any, Dict, List, Optional, Tuple
 
-from . import ops
+from . import _lib, ops
 
 log = logging.getLogger("react_torch")
 
@@ -57,8 +57,6 @@ def tuner_settings() -> Dict[str, Tuple[type, Any, str]]:
     order: name -> (type, default, help)."""
     global _tuner
     if _tuner is None:
-        from . import _lib
-
         _tuner = {s["name"]: (_TYPES[s["type"]], _TYPES[s["type"]](s["default"]), s["help"])
                   for s in _lib.tuner_settings() if s["name"] not in _FIXED}
     return _tuner
@@ -201,8 +199,6 @@ def validate(cfg: Config, size: int) -> List[str]:
     problem naming the variable. The tuner's own rules (B, H, Lag, ...) are
     Go's (tuner.Config.Validate), asked through libreact, not copied here;
     libreact also refuses a rank count past its limit (REACT_MAX_RANKS)."""
-    from . import _lib
-
     bad = []
     if cfg.hosts not in HOSTS:
         bad.append(f"{_show('hosts', cfg)}: want {', '.join(HOSTS)}")
@@ -266,3 +262,15 @@ def table() -> str:
         shown = int(default) if isinstance(default, bool) else default
         rows.append(f"| `{var}` | {f'`{shown}`' if shown != '' else '(none)'} | {help_} |")
     return "\n".join(rows)
+
+
+def _lib_init_args() -> Tuple[int, str, int]:
+    """libreact's log level, log file and GOMAXPROCS, from react_torch's own
+    variables (not from_env: the tuner's settings come from libreact)."""
+    cfg = own_settings()
+    if cfg.log_level not in LOG_LEVELS:
+        raise _lib.ReactError(_lib.E_ARG, f"react_torch: REACT_LOG_LEVEL={cfg.log_level}: want 0 (debug), 1 (info), 2 (warn), 3 (error) or 4 (off)")
+    return LOG_LEVELS[cfg.log_level], cfg.log_path, cfg.gomaxprocs
+
+
+_lib.init_args = _lib_init_args
