@@ -157,7 +157,8 @@ class ReactBackend(Delegated, route.BASE):
         runs; react's one-host hierarchy, whose host phases are Gloo
         collectives, in 2 of 20."""
         self._gloo = self._ctrl_pg = self._nccl = self._check = None
-        self._hier = None
+        self._hier = self._control = None
+        self._executors.clear()  # they hold the groups they send on
 
     def stats(self) -> List[dict]:
         """Per collective key: calls so far, the pattern version in force, the
@@ -620,9 +621,10 @@ def _at_exit() -> None:
     for b in list(_live):
         try:
             b.shutdown()
-            b._release()
         except Exception as e:  # exiting anyway: say why, do not mask the exit status
             log.warning("react_torch: shutting a react group down at exit: %s", e)
+        finally:  # a group a mismatch failed too: its groups ran collectives
+            b._release()
     gc.collect()
 
 

@@ -497,6 +497,10 @@ def mismatch_hosts():
                                                                              "ranks 2, 3: allreduce (sum) of 1000 int32"], within=10)
     dist.barrier(group=gloo)
     print("OK mismatch_hosts", flush=True)
+    # the groups the mismatches failed, torch's gloo group beside them: a Gloo
+    # group that ran collectives may abort the interpreter's teardown
+    # (docs/hosts.md; 1 run in 12 here), which is not what this test is about
+    os._exit(0)
 
 
 def debug_detail():
