@@ -147,6 +147,19 @@ const calibrationTolerance = 0.15
 // simulator the miss is about 0.
 const misfitShare = 0.5
 
+// misfitCap bounds what the misfit rule asks. A fit that misses by more
+// than 0.5 (log) is a CPU-bound run of many ranks on few cores, not a
+// network. With 16 ranks on 2 loaded cores it missed by 0.7-0.9 without
+// congestion, where its best change predicted at most 1.13; with one
+// rank's every message 20 ms late it missed by 0.8-2.4, and moving off
+// that rank predicted 1.45-1.9 (and gained 1.4-1.5) while the uncapped
+// rule asked up to 2.2 and held it back for 50 batches (cmd/react's
+// loaded-tree16 logs).
+const misfitCap = 0.25
+
+// misfitNeed is the gain a fit that misses its flows by rms must predict.
+func misfitNeed(rms float64) float64 { return min(misfitShare*rms, misfitCap) }
+
 // judgePending judges the change under evaluation with this batch and
 // reports whether the decision goes on to a search: not while the change
 // needs another batch, nor after a revert (the previous pattern is then
@@ -238,7 +251,7 @@ func (t *reactLoop) decide(epoch int) *Decision {
 	// change must.
 	stepGain := 0.0
 	if fit.RMS > calibrationTolerance {
-		stepGain = misfitShare * fit.RMS
+		stepGain = misfitNeed(fit.RMS)
 	}
 	g, after, trials, steps, n := t.climb(pr, now, stepGain)
 	d.Trials, d.Evaluated = trials, n
@@ -247,7 +260,7 @@ func (t *reactLoop) decide(epoch int) *Decision {
 	z := distuv.UnitNormal.Quantile(t.cfg.Confidence)
 	// and what the model gets wrong about the flows it has seen: a
 	// prediction is no better than the fit that makes it
-	need := max(t.cfg.MinGain, z*cv(t.elapsed)*math.Sqrt(2/float64(len(t.elapsed))), t.margin, misfitShare*fit.RMS)
+	need := max(t.cfg.MinGain, z*cv(t.elapsed)*math.Sqrt(2/float64(len(t.elapsed))), t.margin, misfitNeed(fit.RMS))
 	// The model predicts the time a change saves; what the collective
 	// spends beyond the flows (the runtime's own work, noise that the
 	// slowest path collects) is not saved, so the gain is judged on the
