@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -40,14 +42,8 @@ func (f settingFlag) IsBoolFlag() bool { return f.st.Type == "bool" }
 // decisions can be inspected without a cluster.
 func runReplay(e *env, args []string) int {
 	fs := newFlagSet("react replay")
-	patPath := fs.String("pattern", "", "initial pattern, JSON (react pattern --format json)")
-	logPath := fs.String("fcts", "", "FCT log, JSON lines (see package wire); - reads stdin")
-	msgBytes := fs.Float64("bytes", 0, "message size in bytes (default: the log's bytes of flow 0 over its fraction)")
+	in := replayFlags(fs)
 	format := fs.String("format", "text", "output: text or json")
-	cfg := tuner.DefaultConfig()
-	for _, st := range tuner.Settings() {
-		fs.Var(settingFlag{&cfg, st}, st.Name, st.Help)
-	}
 	const synopsis = "--pattern P.json --fcts LOG [--bytes N] [--format text|json] [--Setting value ...]"
 	if code, done := parseFlags(e, fs, args, synopsis); done {
 		return code
@@ -56,67 +52,15 @@ func runReplay(e *env, args []string) int {
 		fmt.Fprintf(e.stderr, "react replay: "+format+"\n", a...)
 		return exitUsage
 	}
-	if fs.NArg() > 0 {
-		return fail("unexpected argument %q", fs.Arg(0))
-	}
-	if *patPath == "" {
-		return fail("missing --pattern")
-	}
-	if *logPath == "" {
-		return fail("missing --fcts")
-	}
 	if *format != "text" && *format != "json" {
 		return fail("unknown --format %q (want text or json)", *format)
 	}
-	if err := cfg.Validate(); err != nil {
-		return fail("%v", err)
-	}
-	data, err := os.ReadFile(*patPath)
-	if err != nil {
-		return fail("%v", err)
-	}
-	p, err := wire.DecodeJSON(data)
-	if err != nil {
-		return fail("%s: %v", *patPath, err)
-	}
-	if err := semantics.Check(p); err != nil {
-		return fail("%s: %v", *patPath, err)
-	}
-	var logR io.Reader
-	logName := *logPath
-	if logName == "-" {
-		logR, logName = e.stdin, "stdin"
-	} else {
-		f, err := os.Open(logName)
-		if err != nil {
-			return fail("%v", err)
-		}
-		defer f.Close()
-		logR = f
-	}
-	epochs, err := wire.ReadFCTLog(bufio.NewReader(logR), len(p.Flows))
-	if err != nil {
-		return fail("%s: %v", logName, err)
-	}
-	if len(epochs) == 0 {
-		return fail("%s: no epochs", logName)
-	}
-	if *msgBytes == 0 {
-		b0 := epochs[0].Bytes[0]
-		if b0 == 0 {
-			return fail("%s: no bytes logged for flow 0 of epoch %d; give --bytes", logName, epochs[0].Epoch)
-		}
-		*msgBytes = b0 / p.Flows[0].Fraction
-	}
-	tu, err := tuner.New(cfg, p, *msgBytes)
+	run, err := in.read(e, fs)
 	if err != nil {
 		return fail("%v", err)
 	}
 	out := bufio.NewWriter(e.stdout)
 	defer out.Flush()
-	var dag *critpath.DAG
-	var dagOf *ten.Pattern
-	due, dueAt, lastEpoch, lastVersion := -1, 0, 0, 0 // a switch decided and not yet run
 	line := func(text string, fields map[string]any) {
 		if *format == "json" {
 			writeJSONLine(out, fields)
@@ -124,9 +68,126 @@ func runReplay(e *env, args []string) int {
 			fmt.Fprintln(out, text)
 		}
 	}
-	for _, ep := range epochs {
-		tu.Ran(ep.Epoch, ep.Version) // the runtime switched when the log says
-		cur, v := tu.Pattern(ep.Epoch)
+	_, err = run.drive(line, func(d *tuner.Decision) error {
+		if *format == "json" {
+			return writeDecisionJSON(out, d)
+		}
+		return writeDecisionText(out, d)
+	})
+	if err != nil {
+		out.Flush()
+		return fail("%v", err)
+	}
+	if err := out.Flush(); err != nil {
+		fmt.Fprintf(e.stderr, "react replay: writing: %v\n", err)
+		return exitFail
+	}
+	return exitOK
+}
+
+// replayInput holds the flags replay and report share.
+type replayInput struct {
+	pattern, fcts *string
+	bytes         *float64
+	cfg           *tuner.Config
+}
+
+func replayFlags(fs *flag.FlagSet) replayInput {
+	in := replayInput{
+		pattern: fs.String("pattern", "", "initial pattern, JSON (react pattern --format json)"),
+		fcts:    fs.String("fcts", "", "FCT log, JSON lines (see package wire); - reads stdin"),
+		bytes:   fs.Float64("bytes", 0, "message size in bytes (default: the log's bytes of flow 0 over its fraction)"),
+		cfg:     new(tuner.Config),
+	}
+	*in.cfg = tuner.DefaultConfig()
+	for _, st := range tuner.Settings() {
+		fs.Var(settingFlag{in.cfg, st}, st.Name, st.Help)
+	}
+	return in
+}
+
+// replayRun is a pattern, its FCT log and the tuner that replays it.
+type replayRun struct {
+	cfg     tuner.Config
+	p       *ten.Pattern
+	epochs  []wire.FCTEpoch
+	bytes   float64
+	logName string
+	tu      *tuner.Tuner
+}
+
+// read checks the flags and reads the pattern and the log.
+func (in replayInput) read(e *env, fs *flag.FlagSet) (*replayRun, error) {
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	if *in.pattern == "" {
+		return nil, errors.New("missing --pattern")
+	}
+	if *in.fcts == "" {
+		return nil, errors.New("missing --fcts")
+	}
+	cfg := *in.cfg
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	data, err := os.ReadFile(*in.pattern)
+	if err != nil {
+		return nil, err
+	}
+	p, err := wire.DecodeJSON(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", *in.pattern, err)
+	}
+	if err := semantics.Check(p); err != nil {
+		return nil, fmt.Errorf("%s: %w", *in.pattern, err)
+	}
+	var logR io.Reader
+	logName := *in.fcts
+	if logName == "-" {
+		logR, logName = e.stdin, "stdin"
+	} else {
+		f, err := os.Open(logName)
+		if err != nil {
+			return nil, err
+		}
+		defer f.Close()
+		logR = f
+	}
+	epochs, err := wire.ReadFCTLog(bufio.NewReader(logR), len(p.Flows))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", logName, err)
+	}
+	if len(epochs) == 0 {
+		return nil, fmt.Errorf("%s: no epochs", logName)
+	}
+	msgBytes := *in.bytes
+	if msgBytes == 0 {
+		b0 := epochs[0].Bytes[0]
+		if b0 == 0 {
+			return nil, fmt.Errorf("%s: no bytes logged for flow 0 of epoch %d; give --bytes", logName, epochs[0].Epoch)
+		}
+		msgBytes = b0 / p.Flows[0].Fraction
+	}
+	tu, err := tuner.New(cfg, p, msgBytes)
+	if err != nil {
+		return nil, err
+	}
+	return &replayRun{cfg: cfg, p: p, epochs: epochs, bytes: msgBytes, logName: logName, tu: tu}, nil
+}
+
+// drive feeds the log to the tuner as the runtime ran it, epoch by epoch,
+// and hands on every decision; line gets the notes on switches (text, and
+// the same as JSON fields). It stops where the log leaves the tuner's
+// pattern, and returns the epochs it observed.
+func (r *replayRun) drive(line func(string, map[string]any), on func(*tuner.Decision) error) ([]wire.FCTEpoch, error) {
+	var dag *critpath.DAG
+	var dagOf *ten.Pattern
+	due, dueAt, lastEpoch, lastVersion := -1, 0, 0, 0 // a switch decided and not yet run
+	seen := 0
+	for _, ep := range r.epochs {
+		r.tu.Ran(ep.Epoch, ep.Version) // the runtime switched when the log says
+		cur, v := r.tu.Pattern(ep.Epoch)
 		if due >= 0 && v == due {
 			if ep.Epoch != dueAt {
 				line(fmt.Sprintf("  version %d ran from epoch %d (due from epoch %d)", v, ep.Epoch, dueAt),
@@ -137,54 +198,40 @@ func runReplay(e *env, args []string) int {
 		lastEpoch, lastVersion = ep.Epoch, ep.Version
 		if v != ep.Version {
 			msg := fmt.Sprintf("epoch %d ran version %d in the log but version %d in the tuner; stopping, the log no longer describes the tuner's pattern", ep.Epoch, ep.Version, v)
-			if *format == "json" {
-				writeJSONLine(out, map[string]any{"stop": msg, "epoch": ep.Epoch, "log_version": ep.Version, "tuner_version": v})
-			} else {
-				fmt.Fprintln(out, msg)
-			}
+			line(msg, map[string]any{"stop": msg, "epoch": ep.Epoch, "log_version": ep.Version, "tuner_version": v})
 			break
 		}
 		fct := ep.FCT
 		if ep.Entry != nil && len(ep.Entry) != cur.Ranks {
-			out.Flush()
-			return fail("%s: epoch %d has entry times of %d ranks, the pattern has %d", logName, ep.Epoch, len(ep.Entry), cur.Ranks)
+			return nil, fmt.Errorf("%s: epoch %d has entry times of %d ranks, the pattern has %d", r.logName, ep.Epoch, len(ep.Entry), cur.Ranks)
 		}
 		if ep.Arrival && len(fct) == len(cur.Flows) { // else Observe names the mismatch
 			if dagOf != cur {
 				dag, dagOf = critpath.New(cur), cur
 			}
 			fct = make([]float64, len(fct))
-			dag.ReadArrivals(cur, cfg.ReadsStepped(), ep.FCT, ep.Entry, fct)
+			dag.ReadArrivals(cur, r.cfg.ReadsStepped(), ep.FCT, ep.Entry, fct)
 		}
-		dec, err := tu.Observe(ep.Epoch, fct, ep.Elapsed)
+		dec, err := r.tu.Observe(ep.Epoch, fct, ep.Elapsed)
 		if err != nil {
-			out.Flush()
-			return fail("%s: %v", logName, err)
+			return nil, fmt.Errorf("%s: %w", r.logName, err)
 		}
+		seen++
 		if dec == nil {
 			continue
 		}
 		if dec.Pattern != nil {
 			due, dueAt = dec.NewVersion, dec.Effective
 		}
-		if *format == "json" {
-			err = writeDecisionJSON(out, dec)
-		} else {
-			err = writeDecisionText(out, dec)
-		}
-		if err != nil {
-			return fail("%v", err)
+		if err := on(dec); err != nil {
+			return nil, err
 		}
 	}
 	if due >= 0 {
 		line(fmt.Sprintf("version %d, due from epoch %d, never ran: the log ends at epoch %d on version %d", due, dueAt, lastEpoch, lastVersion),
 			map[string]any{"never_ran": due, "due": dueAt, "last_epoch": lastEpoch, "log_version": lastVersion})
 	}
-	if err := out.Flush(); err != nil {
-		fmt.Fprintf(e.stderr, "react replay: writing: %v\n", err)
-		return exitFail
-	}
-	return exitOK
+	return r.epochs[:seen], nil
 }
 
 func micros(s float64) string { return fmt.Sprintf("%.3f µs", s*1e6) }

@@ -22,6 +22,8 @@ type loop interface {
 	waiting(elapsed float64)
 	// decide ends a batch (the Tuner's batch and elapsed times).
 	decide(epoch int) *Decision
+	// report adds what the loop knows of the network.
+	report(r *Report)
 }
 
 // paperLoop is Model "paper": the paper's Algorithm 1 (§5.4), detection,

@@ -53,7 +53,8 @@ type reactLoop struct {
 	backoff int
 	// placeBound: pairs measured in two patterns disagreed (fabricTrial)
 	placeBound bool
-	spread     spreadRec // fabricTrial
+	spread     spreadRec  // fabricTrial
+	fit        *links.Fit // the newest fit, for report
 }
 
 func (t *reactLoop) observe(epoch int, fct []float64) error {
@@ -223,6 +224,7 @@ func (t *reactLoop) decide(epoch int) *Decision {
 	}
 	pr := t.links.Predictor()
 	d.Model = &fit
+	t.fit = &fit
 	if !pr.Congested() {
 		d.Note = "no congestion in the link model"
 		t.quiet = t.snap(fit, pr)
@@ -292,6 +294,7 @@ func (t *reactLoop) decide(epoch int) *Decision {
 		return d
 	}
 	t.eval = &evaluation{prev: t.cur, before: slices.Clone(t.elapsed), predicted: 1 + gain(now, after), steps: steps}
+	d.Expected = t.eval.predicted
 	t.emit(d, g, epoch)
 	return d
 }

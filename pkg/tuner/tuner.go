@@ -67,6 +67,9 @@ type Decision struct {
 	Predicted    float64
 	Evaluated    int
 	Model        *links.Fit
+	// Expected is the predicted speed-up of the change emitted (Model
+	// react; 0 otherwise).
+	Expected float64
 }
 
 // FlowClass is a flow the detection classified.
@@ -102,6 +105,9 @@ type Tuner struct {
 
 	loop     loop            // the feedback loop of cfg.Model
 	rejected map[string]bool // patterns of reverted changes, not to be tried again
+
+	changes []Change // the newest maxChanges changes, for Report
+	times   *Times   // the last batch's collective times
 }
 
 // New makes a tuner for an initial pattern (which must pass the semantics
@@ -195,6 +201,7 @@ func (t *Tuner) Observe(epoch int, fct []float64, elapsed float64) (*Decision, e
 		return nil, nil
 	}
 	d := t.loop.decide(epoch)
+	t.record(d)
 	t.batch, t.elapsed = t.batch[:0], t.elapsed[:0]
 	t.batchNo++
 	return d, nil

@@ -1,0 +1,231 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"image/color"
+	"io"
+	"os"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/plotutil"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+
+	"github.com/react-torch/react-torch/pkg/tuner"
+	"github.com/react-torch/react-torch/pkg/wire"
+)
+
+// runReport replays an FCT log through the tuner, as replay does, and
+// prints what the tuner then knows: the links' loads, slow pairs, the
+// last batch's collective times and every change it made.
+func runReport(e *env, args []string) int {
+	fs := newFlagSet("react report")
+	in := replayFlags(fs)
+	asJSON := fs.Bool("json", false, "print the report as one JSON object")
+	plotPath := fs.String("plot", "", "also draw the epoch times (switches marked) and the links' loads to this PNG")
+	const synopsis = "--pattern P.json --fcts LOG [--bytes N] [--json] [--plot OUT.png] [--Setting value ...]"
+	if code, done := parseFlags(e, fs, args, synopsis); done {
+		return code
+	}
+	fail := func(format string, a ...any) int {
+		fmt.Fprintf(e.stderr, "react report: "+format+"\n", a...)
+		return exitUsage
+	}
+	run, err := in.read(e, fs)
+	if err != nil {
+		return fail("%v", err)
+	}
+	seen, err := run.drive(func(string, map[string]any) {}, func(*tuner.Decision) error { return nil })
+	if err != nil {
+		return fail("%v", err)
+	}
+	rep := run.tu.Report()
+	out := bufio.NewWriter(e.stdout)
+	if *asJSON {
+		enc := json.NewEncoder(out)
+		enc.SetIndent("", "  ")
+		err = enc.Encode(rep)
+	} else {
+		err = writeReportText(out, &rep)
+	}
+	if err == nil {
+		err = out.Flush()
+	}
+	if err != nil {
+		fmt.Fprintf(e.stderr, "react report: writing: %v\n", err)
+		return exitFail
+	}
+	if *plotPath != "" {
+		if err := writeReportPlot(*plotPath, &rep, seen); err != nil {
+			fmt.Fprintf(e.stderr, "react report: %v\n", err)
+			return exitFail
+		}
+		fmt.Fprintf(e.stderr, "react report: wrote %s\n", *plotPath)
+	}
+	return exitOK
+}
+
+func linkName(l tuner.LinkRef) string {
+	if l.Dir == "down" {
+		return fmt.Sprintf("rank %d's downlink", l.Rank)
+	}
+	return fmt.Sprintf("rank %d's uplink", l.Rank)
+}
+
+func writeReportText(w io.Writer, r *tuner.Report) error {
+	fmt.Fprintf(w, "%s %s, %d ranks, %.0f bytes, tuner %s: epoch %d, pattern version %d\n", r.Op, r.Algo, r.Ranks, r.Bytes, r.Model, r.Epoch, r.Version)
+	if t := r.Time; t != nil {
+		fmt.Fprintf(w, "collective time, batch %d (%d epochs): mean %s, p95 %s\n", t.Batch, t.Epochs, millis(t.Mean), millis(t.P95))
+	}
+	if r.Model == tuner.ModelReact {
+		fmt.Fprintf(w, "link model: one flow varies %.2f (log) from epoch to epoch; the links miss the flows' means by %.2f\n", r.Noise, r.RMS)
+		if r.Misfit {
+			fmt.Fprintln(w, "  (more than a network of links explains: a busy CPU slows flows too, so a load below may be a host's, not a link's)")
+		}
+		if len(r.Links) == 0 {
+			fmt.Fprintln(w, "no link carries competing flows")
+		}
+		for i, l := range r.Links {
+			if i == 0 {
+				fmt.Fprintln(w, "links with competing flows, most first:")
+			}
+			what := "not significant"
+			if l.Significant {
+				what = "congested"
+			}
+			fmt.Fprintf(w, "  %-20s %7.2f ± %.2f competing flows  %s", linkName(l.LinkRef), l.Competing, l.SE, what)
+			if len(l.AmbiguousWith) > 0 {
+				names := make([]string, len(l.AmbiguousWith))
+				for k, o := range l.AmbiguousWith {
+					names[k] = linkName(o)
+				}
+				fmt.Fprintf(w, "; or %s: the flows seen cannot tell them apart", strings.Join(names, ", "))
+			}
+			fmt.Fprintln(w)
+		}
+		for i, p := range r.Pairs {
+			if i == 0 {
+				fmt.Fprintln(w, "pairs that stand out (their flows' time over what the links explain):")
+			}
+			fmt.Fprintf(w, "  %d -> %d  x%.2f ± %.2f\n", p.Src, p.Dst, p.Factor, p.SE)
+		}
+	}
+	if len(r.Changes) == 0 {
+		fmt.Fprintln(w, "no changes")
+	}
+	for i, c := range r.Changes {
+		if i == 0 {
+			fmt.Fprintln(w, "changes:")
+		}
+		fmt.Fprintf(w, "  epoch %d (batch %d): version %d -> %d from epoch %d by %s", c.Epoch, c.Batch, c.From, c.To, c.Effective, strings.Join(c.Swaps, ", "))
+		if c.Predicted > 0 {
+			fmt.Fprintf(w, "; predicted %.2fx", c.Predicted)
+		}
+		if c.Measured > 0 {
+			fmt.Fprintf(w, ", measured %.2fx", c.Measured)
+		}
+		fmt.Fprintf(w, "; %s\n", c.Verdict)
+	}
+	return nil
+}
+
+func millis(s float64) string { return fmt.Sprintf("%.3f ms", s*1e3) }
+
+// writeReportPlot draws two panels: the collective time epoch by epoch
+// with every version's first epoch marked, and each rank's uplink and
+// downlink competing flows.
+func writeReportPlot(path string, r *tuner.Report, epochs []wire.FCTEpoch) error {
+	times := plot.New()
+	times.Title.Text = fmt.Sprintf("%s %s, %d ranks: collective time", r.Op, r.Algo, r.Ranks)
+	times.X.Label.Text = "epoch"
+	times.Y.Label.Text = "collective time (ms)"
+	times.Add(plotter.NewGrid())
+	pts := make(plotter.XYs, 0, len(epochs))
+	var switches []float64
+	for i, ep := range epochs {
+		if ep.Elapsed <= 0 {
+			continue
+		}
+		pts = append(pts, plotter.XY{X: float64(ep.Epoch), Y: ep.Elapsed * 1e3})
+		if i > 0 && ep.Version != epochs[i-1].Version {
+			switches = append(switches, float64(ep.Epoch))
+		}
+	}
+	if len(pts) == 0 {
+		return fmt.Errorf("%s: the log has no epoch times to plot", path)
+	}
+	ln, err := plotter.NewLine(pts)
+	if err != nil {
+		return err
+	}
+	ln.Color = plotutil.Color(0)
+	times.Add(ln)
+	times.Legend.Add("epoch time", ln)
+	times.Legend.Top = true
+	for k, x := range switches {
+		mark, err := plotter.NewLine(plotter.XYs{{X: x, Y: times.Y.Min}, {X: x, Y: times.Y.Max}})
+		if err != nil {
+			return err
+		}
+		mark.Color = color.RGBA{R: 200, A: 255}
+		mark.Dashes = []vg.Length{vg.Points(3), vg.Points(2)}
+		times.Add(mark)
+		if k == 0 {
+			times.Legend.Add("pattern switch", mark)
+		}
+	}
+
+	load := plot.New()
+	load.Title.Text = "link model: competing flows per rank"
+	load.X.Label.Text = "rank"
+	load.Y.Label.Text = "competing flows"
+	up, down := make(plotter.Values, r.Ranks), make(plotter.Values, r.Ranks)
+	for _, l := range r.Links {
+		if l.Dir == "down" {
+			down[l.Rank] = l.Competing
+		} else {
+			up[l.Rank] = l.Competing
+		}
+	}
+	w := vg.Points(6)
+	bu, err := plotter.NewBarChart(up, w)
+	if err != nil {
+		return err
+	}
+	bu.Color, bu.Offset = plotutil.Color(1), -w/2
+	bd, err := plotter.NewBarChart(down, w)
+	if err != nil {
+		return err
+	}
+	bd.Color, bd.Offset = plotutil.Color(2), w/2
+	load.Add(bu, bd)
+	load.Legend.Add("uplink", bu)
+	load.Legend.Add("downlink", bd)
+	load.Legend.Top = true
+
+	const width, height = 8 * vg.Inch, 7 * vg.Inch
+	img := vgimg.New(width, height)
+	dc := draw.New(img)
+	tiles := draw.Tiles{Rows: 2, Cols: 1, PadY: vg.Points(8)}
+	canvases := plot.Align([][]*plot.Plot{{times}, {load}}, tiles, dc)
+	times.Draw(canvases[0][0])
+	load.Draw(canvases[1][0])
+	return savePNG(path, img)
+}
+
+func savePNG(path string, img *vgimg.Canvas) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if _, err := (vgimg.PngCanvas{Canvas: img}).WriteTo(f); err != nil {
+		f.Close()
+		return fmt.Errorf("%s: %w", path, err)
+	}
+	return f.Close()
+}

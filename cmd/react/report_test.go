@@ -1,0 +1,111 @@
+package main
+
+import (
+	"bytes"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/react-torch/react-torch/pkg/tuner"
+)
+
+// The report of a testbed or loaded-CPU log names the congested link
+// first, keeps what the tuner did, and says when its fit is not a
+// network's alone.
+func TestReportLogs(t *testing.T) {
+	for _, tc := range []struct {
+		log, pattern string
+		stepped      bool
+		first        tuner.LinkRef // the congested link; Rank -1: none significant expected first
+		changes      int           // the changes the log's tuner makes
+	}{
+		{"testbed-tree4-p2.jsonl", "pattern-allreduce-tree-4.json", true, tuner.LinkRef{Rank: 1, Dir: "down"}, 1},
+		{"testbed-tree8-p2.jsonl", "pattern-allreduce-tree-8.json", true, tuner.LinkRef{Rank: 1, Dir: "down"}, 1},
+		{"loaded-tree16-slow3.jsonl", "pattern-allreduce-tree-16.json", false, tuner.LinkRef{Rank: 3, Dir: "down"}, 1},
+		{"testbed-tree4-p0.jsonl", "pattern-allreduce-tree-4.json", true, tuner.LinkRef{Rank: -1}, 0},
+		{"loaded-tree16-none.jsonl", "pattern-allreduce-tree-16.json", false, tuner.LinkRef{Rank: -1}, 0},
+	} {
+		t.Run(tc.log, func(t *testing.T) {
+			args := []string{"report", "--pattern", filepath.Join("testdata", tc.pattern), "--fcts", filepath.Join("testdata", tc.log), "--json"}
+			if tc.stepped {
+				args = append(args, "--Stepped")
+			}
+			code, stdout, stderr := runArgs(args, "")
+			if code != 0 {
+				t.Fatalf("exit %d: %s", code, stderr)
+			}
+			var r tuner.Report
+			if err := json.Unmarshal([]byte(stdout), &r); err != nil {
+				t.Fatalf("%v in %s", err, stdout)
+			}
+			if tc.first.Rank >= 0 && (len(r.Links) == 0 || r.Links[0].LinkRef != tc.first || !r.Links[0].Significant) {
+				t.Errorf("first link %+v, want %+v, significant", r.Links, tc.first)
+			}
+			for i := 1; i < len(r.Links); i++ {
+				if r.Links[i].Competing > r.Links[i-1].Competing {
+					t.Errorf("links out of order: %+v", r.Links)
+				}
+			}
+			if len(r.Changes) != tc.changes {
+				t.Fatalf("%d changes, want %d: %+v", len(r.Changes), tc.changes, r.Changes)
+			}
+			for _, c := range r.Changes {
+				if len(c.Swaps) == 0 || c.Predicted <= 1 || c.To != c.From+1 || c.Effective <= c.Epoch {
+					t.Errorf("change %+v", c)
+				}
+			}
+			if !r.Misfit {
+				t.Errorf("a fit %.2f off not flagged as a misfit", r.RMS)
+			}
+			if r.Time == nil || r.Time.Mean <= 0 || r.Time.P95 < r.Time.Mean*0.5 {
+				t.Errorf("collective time %+v", r.Time)
+			}
+		})
+	}
+}
+
+func TestReportText(t *testing.T) {
+	code, stdout, stderr := runArgs([]string{"report", "--pattern", filepath.Join("testdata", "pattern-allreduce-tree-4.json"),
+		"--fcts", filepath.Join("testdata", "testbed-tree4-p2.jsonl"), "--Stepped"}, "")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	golden(t, "report-tree4-p2.golden", stdout)
+}
+
+func TestReportPlot(t *testing.T) {
+	out := filepath.Join(t.TempDir(), "r.png")
+	code, _, stderr := runArgs([]string{"report", "--pattern", filepath.Join("testdata", "pattern-allreduce-tree-16.json"),
+		"--fcts", filepath.Join("testdata", "loaded-tree16-slow3.jsonl"), "--plot", out}, "")
+	if code != 0 || !strings.Contains(stderr, "wrote "+out) {
+		t.Fatalf("exit %d: %s", code, stderr)
+	}
+	b, err := os.ReadFile(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.HasPrefix(b, []byte("\x89PNG\r\n\x1a\n")) || len(b) < 10000 {
+		t.Errorf("%s: %d bytes, not a PNG picture", out, len(b))
+	}
+}
+
+func TestReportErrors(t *testing.T) {
+	pat := filepath.Join("testdata", "pattern-allreduce-tree-4.json")
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"report", "--fcts", "x"}, "missing --pattern"},
+		{[]string{"report", "--pattern", pat}, "missing --fcts"},
+		{[]string{"report", "--pattern", pat, "--fcts", "-"}, "stdin: no epochs"},
+		{[]string{"report", "--pattern", pat, "--fcts", filepath.Join("testdata", "testbed-tree8-p2.jsonl")}, "flow"},
+		{[]string{"report", "--pattern", pat, "--fcts", "-", "--B", "0"}, "B"},
+	} {
+		code, _, stderr := runArgs(tc.args, "")
+		if code != exitUsage || !strings.Contains(stderr, "react report: ") || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%v: exit %d, stderr %q, want usage naming %q", tc.args, code, stderr, tc.want)
+		}
+	}
+}

@@ -1,0 +1,183 @@
+package tuner
+
+import (
+	"cmp"
+	"slices"
+
+	"github.com/react-torch/react-torch/pkg/links"
+)
+
+// Report is what a tuner knows of the network and what it did with it:
+// the link model's loads (Model react), the last batch's collective times,
+// and the changes it made. Its JSON form is the report's format.
+type Report struct {
+	Model   string  `json:"model"`
+	Op      string  `json:"op"`
+	Algo    string  `json:"algo"`
+	Ranks   int     `json:"ranks"`
+	Bytes   float64 `json:"bytes"`
+	Epoch   int     `json:"epoch"`   // the last epoch observed; -1 before any
+	Version int     `json:"version"` // the pattern version in force
+	Time    *Times  `json:"time"`    // nil before the first batch
+	// Noise and RMS are the fit's (links.Fit): how much one flow varies
+	// from epoch to epoch, and how far the links miss the flows' means.
+	Noise float64 `json:"noise"`
+	RMS   float64 `json:"rms"`
+	// Misfit: the links miss the flows' means by more than the tuner's
+	// calibration tolerance, as a busy CPU makes them: loads may then be
+	// the hosts', not the network's.
+	Misfit  bool       `json:"misfit"`
+	Links   []LinkLoad `json:"links"`
+	Pairs   []PairLoad `json:"pairs"`
+	Changes []Change   `json:"changes"`
+}
+
+// Times summarises one batch's collective times, in seconds.
+type Times struct {
+	Batch  int     `json:"batch"`
+	Epochs int     `json:"epochs"`
+	Mean   float64 `json:"mean"`
+	P95    float64 `json:"p95"`
+}
+
+// LinkRef names a rank's uplink ("up") or downlink ("down").
+type LinkRef struct {
+	Rank int    `json:"rank"`
+	Dir  string `json:"dir"`
+}
+
+// LinkLoad is a link the fit gives competing flows, with the count's
+// standard error, whether it is significant (links.Significant: what the
+// tuner acts on), and the links the observations cannot tell it apart
+// from (links.Model.Ambiguous): an operator should look at all of them.
+type LinkLoad struct {
+	LinkRef
+	Competing     float64   `json:"competing"`
+	SE            float64   `json:"se"`
+	Significant   bool      `json:"significant"`
+	AmbiguousWith []LinkRef `json:"ambiguous_with"`
+}
+
+// PairLoad is a (src, dst) pair that stands out of its noise (links.Pair):
+// its flows take Factor times what the links explain.
+type PairLoad struct {
+	Src    int32   `json:"src"`
+	Dst    int32   `json:"dst"`
+	Factor float64 `json:"factor"`
+	SE     float64 `json:"se"`
+}
+
+// Change is one pattern change: decided at Epoch, run from Effective,
+// version From to To, by Swaps; the speed-up predicted and the one the
+// judge measured, and the verdict: "pending", "kept" or "reverted".
+type Change struct {
+	Batch     int      `json:"batch"`
+	Epoch     int      `json:"epoch"`
+	Effective int      `json:"effective"`
+	From      int      `json:"from"`
+	To        int      `json:"to"`
+	Swaps     []string `json:"swaps"`
+	Predicted float64  `json:"predicted"`
+	Measured  float64  `json:"measured"`
+	Verdict   string   `json:"verdict"`
+}
+
+// maxChanges bounds the changes a tuner keeps for its report.
+const maxChanges = 64
+
+// record folds a decision into the report's changes and times.
+func (t *Tuner) record(d *Decision) {
+	t.times = &Times{Batch: d.Batch, Epochs: len(t.elapsed), Mean: mean(t.elapsed), P95: quantile(t.elapsed, 0.95)}
+	if (d.Kept || d.Reverted) && len(t.changes) > 0 {
+		c := &t.changes[len(t.changes)-1]
+		if c.Verdict == "pending" {
+			c.Verdict = "kept"
+			if d.Reverted {
+				c.Verdict = "reverted"
+			}
+			c.Measured = d.ObservedGain
+			if c.Measured == 0 && d.Observed > 0 { // the paper's loop: before over after
+				c.Measured = d.Previous / d.Observed
+			}
+		}
+	}
+	if d.Pattern == nil || d.Reverted { // a revert runs the old pattern again
+		return
+	}
+	var swaps []string
+	for _, tr := range d.Trials {
+		if tr.Accepted {
+			swaps = append(swaps, tr.Swap.String())
+		}
+	}
+	if len(t.changes) == maxChanges {
+		t.changes = slices.Delete(t.changes, 0, 1)
+	}
+	t.changes = append(t.changes, Change{Batch: d.Batch, Epoch: d.Epoch, Effective: d.Effective, From: d.Version, To: d.NewVersion,
+		Swaps: swaps, Predicted: d.Expected, Verdict: "pending"})
+}
+
+// Report says what the tuner knows now. For Model react it replays the
+// held epochs a few times per loaded link to find the links each cannot
+// be told apart from; call it when asked, not every epoch.
+func (t *Tuner) Report() Report {
+	r := Report{Model: t.cfg.Model, Op: t.cur.Op.String(), Algo: t.cur.Algo, Ranks: t.cur.Ranks, Bytes: t.bytes,
+		Epoch: t.last, Version: t.version, Links: []LinkLoad{}, Pairs: []PairLoad{}, Changes: slices.Clone(t.changes)}
+	if t.times != nil {
+		tm := *t.times
+		r.Time = &tm
+	}
+	if r.Changes == nil {
+		r.Changes = []Change{}
+	}
+	t.loop.report(&r)
+	return r
+}
+
+func (t *paperLoop) report(*Report) {}
+
+func (t *reactLoop) report(r *Report) {
+	f := t.fit
+	if f == nil {
+		return
+	}
+	r.Noise, r.RMS, r.Misfit = f.Noise, f.RMS, f.RMS > calibrationTolerance
+	add := func(rank int, down bool, k, se float64) {
+		if k < 0.01 {
+			return
+		}
+		r.Links = append(r.Links, LinkLoad{LinkRef: linkRef(links.Link{Rank: rank, Down: down}), Competing: k, SE: se, Significant: links.Significant(k, se)})
+	}
+	for rank := range f.Net.Up {
+		add(rank, false, f.Net.Up[rank], f.UpSE[rank])
+		add(rank, true, f.Net.Down[rank], f.DownSE[rank])
+	}
+	slices.SortStableFunc(r.Links, func(a, b LinkLoad) int { return cmp.Compare(b.Competing, a.Competing) })
+	for i := range r.Links {
+		l := &r.Links[i]
+		l.AmbiguousWith = []LinkRef{}
+		for _, o := range t.links.Ambiguous(links.Link{Rank: l.Rank, Down: l.Dir == "down"}) {
+			l.AmbiguousWith = append(l.AmbiguousWith, linkRef(o))
+		}
+	}
+	for _, p := range f.Pairs {
+		r.Pairs = append(r.Pairs, PairLoad{Src: p.Src, Dst: p.Dst, Factor: p.Factor, SE: p.SE})
+	}
+}
+
+func linkRef(l links.Link) LinkRef {
+	if l.Down {
+		return LinkRef{Rank: l.Rank, Dir: "down"}
+	}
+	return LinkRef{Rank: l.Rank, Dir: "up"}
+}
+
+// quantile is the nearest-rank q-quantile of xs (0 for none).
+func quantile(xs []float64, q float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Sorted(slices.Values(xs))
+	i := int(float64(len(s))*q+0.999999) - 1
+	return s[min(max(i, 0), len(s)-1)]
+}
