@@ -221,7 +221,7 @@ func react_go_tuner_create(buf *C.uint8_t, n C.size_t, msgBytes C.double, config
 	log = log.With(zap.Uint64("handle", uint64(handle)), zap.String("label", label))
 	log.Info("tuner created", zap.Int("version", 0), zap.String("op", p.Op.String()), zap.String("algo", p.Algo),
 		zap.Int("ranks", p.Ranks), zap.Int("flows", len(p.Flows)), zap.Float64("message_bytes", float64(msgBytes)), zap.Any("config", cfg))
-	d.SetLogger(log)
+	d.SetLogger(log, label)
 	*h = C.uint64_t(handle)
 	return C.REACT_OK
 }

@@ -70,13 +70,6 @@ func runReport(e *env, args []string) int {
 	return exitOK
 }
 
-func linkName(l tuner.LinkRef) string {
-	if l.Dir == "down" {
-		return fmt.Sprintf("rank %d's downlink", l.Rank)
-	}
-	return fmt.Sprintf("rank %d's uplink", l.Rank)
-}
-
 func writeReportText(w io.Writer, r *tuner.Report) error {
 	fmt.Fprintf(w, "%s %s, %d ranks, %.0f bytes, tuner %s: epoch %d, pattern version %d\n", r.Op, r.Algo, r.Ranks, r.Bytes, r.Model, r.Epoch, r.Version)
 	if t := r.Time; t != nil {
@@ -98,11 +91,11 @@ func writeReportText(w io.Writer, r *tuner.Report) error {
 			if l.Significant {
 				what = "congested"
 			}
-			fmt.Fprintf(w, "  %-20s %7.2f ± %.2f competing flows  %s", linkName(l.LinkRef), l.Competing, l.SE, what)
+			fmt.Fprintf(w, "  %-20s %7.2f ± %.2f competing flows  %s", l.LinkRef.String(), l.Competing, l.SE, what)
 			if len(l.AmbiguousWith) > 0 {
 				names := make([]string, len(l.AmbiguousWith))
 				for k, o := range l.AmbiguousWith {
-					names[k] = linkName(o)
+					names[k] = o.String()
 				}
 				fmt.Fprintf(w, "; or %s: the flows seen cannot tell them apart", strings.Join(names, ", "))
 			}

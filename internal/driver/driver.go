@@ -58,6 +58,7 @@ type Driver struct {
 	mu      sync.Mutex
 	tu      *tuner.Tuner
 	log     *zap.Logger
+	label   string
 	last    int    // last epoch observed
 	version int    // pattern version of the last epoch observed
 	broken  string // why the tuner panicked, "" while it is sound
@@ -85,8 +86,10 @@ func New(cfg tuner.Config, initial *ten.Pattern, messageBytes float64) (*Driver,
 	return &Driver{tu: tu, log: zap.NewNop(), last: -1, stepped: cfg.ReadsStepped()}, nil
 }
 
-// SetLogger sets the logger; call it before the driver is shared.
-func (d *Driver) SetLogger(log *zap.Logger) { d.log = log }
+// SetLogger sets the logger and the label its sentences start with (the
+// collective's name; "" names it by its op); call it before the driver is
+// shared.
+func (d *Driver) SetLogger(log *zap.Logger, label string) { d.log, d.label = log, label }
 
 // Submit runs the tuner over one batch; when the batch completed a tuner
 // batch, its decision is ready on return. It checks what it can before the
@@ -223,6 +226,10 @@ func (d *Driver) decided(dec *tuner.Decision) {
 		fields = append(fields, zap.Int("new_version", dec.NewVersion), zap.Int("effective", dec.Effective))
 	}
 	d.log.Info("decision", fields...)
+	if (dec.Pattern != nil || dec.Kept || dec.Reverted) && d.log.Core().Enabled(zap.InfoLevel) {
+		rep := d.tu.Report()
+		d.log.Info(summary(d.label, &rep, dec))
+	}
 	if out != nil {
 		d.outMu.Lock()
 		d.out = out

@@ -2,6 +2,7 @@ package tuner
 
 import (
 	"cmp"
+	"fmt"
 	"slices"
 
 	"github.com/react-torch/react-torch/pkg/links"
@@ -46,10 +47,19 @@ type LinkRef struct {
 	Dir  string `json:"dir"`
 }
 
+// String names the link as the reports write it: "rank 3's downlink".
+func (l LinkRef) String() string {
+	if l.Dir == "down" {
+		return fmt.Sprintf("rank %d's downlink", l.Rank)
+	}
+	return fmt.Sprintf("rank %d's uplink", l.Rank)
+}
+
 // LinkLoad is a link the fit gives competing flows, with the count's
 // standard error, whether it is significant (links.Significant: what the
 // tuner acts on), and the links the observations cannot tell it apart
-// from (links.Model.Ambiguous): an operator should look at all of them.
+// from (links.Model.Ambiguous; nil: not checked, past the
+// maxAmbiguityChecks most loaded): an operator should look at all of them.
 type LinkLoad struct {
 	LinkRef
 	Competing     float64   `json:"competing"`
@@ -81,6 +91,11 @@ type Change struct {
 	Measured  float64  `json:"measured"`
 	Verdict   string   `json:"verdict"`
 }
+
+// maxAmbiguityChecks bounds the links, most loaded first, whose ambiguity
+// a report looks for (each costs a few replays of the held epochs per
+// link sharing its flows); the others' AmbiguousWith stays nil: not checked.
+const maxAmbiguityChecks = 8
 
 // maxChanges bounds the changes a tuner keeps for its report.
 const maxChanges = 64
@@ -153,7 +168,7 @@ func (t *reactLoop) report(r *Report) {
 		add(rank, true, f.Net.Down[rank], f.DownSE[rank])
 	}
 	slices.SortStableFunc(r.Links, func(a, b LinkLoad) int { return cmp.Compare(b.Competing, a.Competing) })
-	for i := range r.Links {
+	for i := range r.Links[:min(len(r.Links), maxAmbiguityChecks)] {
 		l := &r.Links[i]
 		l.AmbiguousWith = []LinkRef{}
 		for _, o := range t.links.Ambiguous(links.Link{Rank: l.Rank, Down: l.Dir == "down"}) {

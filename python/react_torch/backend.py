@@ -297,7 +297,11 @@ class ReactBackend(Delegated, route.BASE):
             entered = time.perf_counter()
             if work.device.type != "cuda":  # CUDA's step records need no entries
                 entry = (rank, entered)
-            fct = ex.run(st.pattern, pl, work, reduce, salt, entered, keep)
+            if torch.autograd.profiler._is_profiler_enabled:  # a named range in the trace, with the version that ran
+                with torch.autograd.profiler.record_function(f"react:{op} {key[1]} x{numel} v{st.version}"):
+                    fct = ex.run(st.pattern, pl, work, reduce, salt, entered, keep)
+            else:
+                fct = ex.run(st.pattern, pl, work, reduce, salt, entered, keep)
         elapsed = time.perf_counter() - t0
         if self._control is not None:
             self._control.end(key, st, fct, elapsed, entry)

@@ -462,7 +462,8 @@ class Control:
         t = self.tuners.get(key)
         if t is None:
             # a tuner numbers its patterns from 0; ours continue from the version in force
-            t = self.tuners[key] = _lib.Tuner(pat.raw, key[2] * _itemsize(key[1]), json.dumps({**self.cfg.tuner_json(), "Stepped": stepped}))
+            label = f"{key[0]} {key[1]} x{key[2]}" + (f" root {key[3]}" if key[3] >= 0 else "")
+            t = self.tuners[key] = _lib.Tuner(pat.raw, key[2] * _itemsize(key[1]), json.dumps({**self.cfg.tuner_json(), "Stepped": stepped, "label": label}))
             self.base[key] = ver
         fct = np.stack([r[1] for r in run])
         elapsed = np.array([r[2] for r in run])

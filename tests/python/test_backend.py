@@ -36,6 +36,11 @@ def test_pattern_switch_keeps_results_exact():
         assert rc == 0 and "OK switch" in out, err[-3000:]
 
 
+def test_profiler_ranges_name_calls_and_versions():
+    for rc, out, err in launch(4, "profiled", env={"REACT_TEST_SLOW_RANK": "3", **HOOK}):
+        assert rc == 0 and "OK profiled" in out and "v1" in out, err[-3000:]
+
+
 def test_sixteen_ranks_switch():
     """16 ranks, the link model's tuner: every rank's FCTs reach the leader
     in the exchange's MAX reduction, the slow rank is found, and every rank

@@ -159,6 +159,19 @@ def switch():
     print(f"OK switch versions={versions}", flush=True)
 
 
+def profiled():
+    """Every call is a named range in torch's profiler, named by its key
+    and the pattern version that ran: a trace shows the switches."""
+    from torch.profiler import ProfilerActivity, profile
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        pg, versions = _switching(4096, least=20)
+    names = {e.name for e in prof.events() if e.name.startswith("react:")}
+    want = {f"react:allreduce int64 x4096 v{v}" for v in versions}
+    assert want <= names, (want, names)
+    dist.destroy_process_group()
+    print(f"OK profiled {sorted(names)}", flush=True)
+
+
 def hostswitch():
     """Hosts with several ranks (REACT_HOST_ID): the slow rank's host is
     congested for every rail; the group's one tuner switches the pattern
