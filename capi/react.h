@@ -189,6 +189,17 @@ int react_tuner_submit(uint64_t h, const uint8_t* batch, size_t len);
 int react_tuner_decision(uint64_t h, int64_t* version, int64_t* effective_epoch,
                          uint8_t* buf, size_t cap, size_t* len);
 
+/* What the tuner knows now, as a JSON object (pkg/tuner.Report, docs/tuner.md):
+ * the links the link model gives competing flows, most first, each with its
+ * standard error, significance and "ambiguous_with" (the links the flows
+ * seen cannot tell it apart from); slow pairs; the last batch's collective
+ * time (mean, p95); every change with its predicted and measured speed-up
+ * and verdict. Output by the buffer protocol; the bytes stay the same until
+ * the tuner takes another epoch, so a retry after REACT_E_SHORT fits. Waits
+ * for a react_tuner_submit in progress; costs a few replays of the held
+ * epochs per loaded link. */
+int react_tuner_report(uint64_t h, uint8_t* buf, size_t cap, size_t* len);
+
 #ifdef __cplusplus
 }
 #endif

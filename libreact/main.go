@@ -322,3 +322,21 @@ func react_go_tuner_decision(h C.uint64_t, version, effective *C.int64_t, buf *C
 	}
 	return out(dec.Pattern, buf, cap, n)
 }
+
+//export react_go_tuner_report
+func react_go_tuner_report(h C.uint64_t, buf *C.uint8_t, cap C.size_t, n *C.size_t) (st C.int) {
+	defer guard(&st)
+	const who = "react_tuner_report"
+	d, st := lookup(who, h)
+	if st != C.REACT_OK {
+		return st
+	}
+	if n == nil {
+		return fail(C.REACT_E_ARG, "%s: len must not be NULL", who)
+	}
+	enc, err := d.Report()
+	if err != nil {
+		return driverStatus(who, err)
+	}
+	return out(enc, buf, cap, n)
+}

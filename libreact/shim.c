@@ -31,6 +31,7 @@ SAME_TYPE(react_go_tuner_create, int (*)(uint8_t*, size_t, double, char*, uint64
 SAME_TYPE(react_go_tuner_close, int (*)(uint64_t));
 SAME_TYPE(react_go_tuner_submit, int (*)(uint64_t, uint8_t*, size_t));
 SAME_TYPE(react_go_tuner_decision, int (*)(uint64_t, int64_t*, int64_t*, uint8_t*, size_t, size_t*));
+SAME_TYPE(react_go_tuner_report, int (*)(uint64_t, uint8_t*, size_t, size_t*));
 
 // ---- per-thread last error ----------------------------------------------
 
@@ -129,4 +130,9 @@ int react_tuner_decision(uint64_t h, int64_t* version, int64_t* effective_epoch,
                          uint8_t* buf, size_t cap, size_t* len) {
     GUARD();
     return react_go_tuner_decision(h, version, effective_epoch, buf, cap, len);
+}
+
+int react_tuner_report(uint64_t h, uint8_t* buf, size_t cap, size_t* len) {
+    GUARD();
+    return react_go_tuner_report(h, buf, cap, len);
 }

@@ -4,6 +4,7 @@ configurations interleaved step by step, so all see the same machine load.
 
     python scripts/overhead.py ddp      # DDP, 8-layer transformer (29.4M parameters), 4 ranks
     python scripts/overhead.py small    # 8 ranks, 50 AllReduces of 64 KB an iteration
+    python scripts/overhead.py report   # DDP on two tuned groups, one calling react_torch.report() every step
     python scripts/overhead.py memory   # RSS after 1,000 AllReduces of fresh 4 MB tensors, react / gloo
     python scripts/overhead.py all
     python scripts/overhead.py small --ranks-per-host 2   # the same on hosts of 2 ranks (hierarchical)
@@ -131,6 +132,45 @@ def worker_ddp(iters: int, repeats: int, batch: int, seq: int) -> None:
     dist.destroy_process_group()
 
 
+def worker_report(iters: int, repeats: int, batch: int, seq: int) -> None:
+    """Two tuned react groups, a DDP model on each, steps interleaved; one
+    of them calls react_torch.report() on every rank after every step."""
+    import torch
+    import torch.distributed as dist
+    import torch.nn.functional as F
+    from torch.nn.parallel import DistributedDataParallel as DDP
+
+    import react_torch
+
+    torch.set_num_threads(1)
+    dist.init_process_group("react")
+    groups = {"on": dist.group.WORLD, "report": dist.new_group(backend="react")}
+    bar = dist.new_group(backend="gloo")
+    rank = dist.get_rank()
+    models = {k: DDP(_model(), process_group=g) for k, g in groups.items()}
+    opts = {k: torch.optim.SGD(m.parameters(), lr=1e-3) for k, m in models.items()}
+    g = torch.Generator().manual_seed(rank)
+    x = torch.randint(0, 8192, (batch, seq), generator=g)
+    y = torch.randint(0, 8192, (batch, seq), generator=g)
+    times = {k: [] for k in models}
+    reports = 0
+    for it in range(iters * repeats + 2):
+        for k in (("on", "report") if it % 2 == 0 else ("report", "on")):
+            dist.barrier(group=bar)
+            t0 = time.perf_counter()
+            opts[k].zero_grad(set_to_none=True)
+            F.cross_entropy(models[k](x).view(-1, 8192), y.view(-1)).backward()
+            opts[k].step()
+            if k == "report":
+                reports += react_torch.report(groups[k]) is not None
+            times[k].append(time.perf_counter() - t0)
+    if rank == 0:
+        print("RESULT " + json.dumps({"times": {k: v[2:] for k, v in times.items()}, "reports": reports,
+                                      **_counters(groups["report"], iters * repeats + 2)}), flush=True)
+    dist.barrier(group=bar)
+    dist.destroy_process_group()
+
+
 def worker_small(iters: int, repeats: int, calls: int, numel: int) -> None:
     import torch
     import torch.distributed as dist
@@ -211,6 +251,15 @@ def run_ddp(a) -> None:
     print(f"| epochs that waited for the control plane | {r['waits']} ({r['wait_s']:.3f} s) |")
 
 
+def run_report(a) -> None:
+    r = launch(a.ranks, ["report", str(a.iters), str(a.repeats), str(a.batch), str(a.seq)])[0]
+    print(f"\n## DDP (as above), {a.ranks} ranks, two tuned groups, one calling react_torch.report() every step, {a.iters} steps x {a.repeats} repeats\n")
+    print("| measure | min / median / max |\n| --- | --- |")
+    print(f"| step time, report() every step / none | {_summary(_ratios(r['times'], 'report', 'on', a.repeats))} |")
+    print(f"| steps that had a report (rank 0) | {r['reports']} of {len(r['times']['report']) + 2} |")
+    print(f"| control-group operations per iteration (reporting group) | {r['msgs_per_iter']:.3f} |")
+
+
 def run_small(a) -> None:
     r = launch(8 if a.ranks == 4 else a.ranks, ["small", str(a.iters), str(a.repeats), "50", str(64 * 1024 // 4)])[0]
     print(f"\n## {8 if a.ranks == 4 else a.ranks} ranks, 50 AllReduces of 64 KB an iteration, {a.iters} iterations x {a.repeats} repeats\n")
@@ -244,10 +293,10 @@ def main() -> None:
         if kind == "memory":
             worker_memory(rest[0], int(rest[1]), int(rest[2]))
         else:
-            {"ddp": worker_ddp, "small": worker_small}[kind](*map(int, rest))
+            {"ddp": worker_ddp, "small": worker_small, "report": worker_report}[kind](*map(int, rest))
         return
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("what", choices=["ddp", "small", "memory", "all"])
+    ap.add_argument("what", choices=["ddp", "small", "memory", "report", "all"])
     ap.add_argument("--ranks", type=int, default=4)
     ap.add_argument("--iters", type=int, default=20, help="iterations per repeat and configuration")
     ap.add_argument("--repeats", type=int, default=3)
@@ -260,7 +309,7 @@ def main() -> None:
     if PER_HOST > 1:
         print(f"# hosts of {PER_HOST} ranks (REACT_HOST_ID): hierarchical collectives, patterns over hosts")
     for w in (["ddp", "small", "memory"] if a.what == "all" else [a.what]):
-        {"ddp": run_ddp, "small": run_small, "memory": run_memory}[w](a)
+        {"ddp": run_ddp, "small": run_small, "memory": run_memory, "report": run_report}[w](a)
 
 
 if __name__ == "__main__":

@@ -49,6 +49,7 @@ func runReport(e *env, args []string) int {
 	if *asJSON {
 		enc := json.NewEncoder(out)
 		enc.SetIndent("", "  ")
+		enc.SetEscapeHTML(false)
 		err = enc.Encode(rep)
 	} else {
 		err = writeReportText(out, &rep)

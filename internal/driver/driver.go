@@ -5,6 +5,8 @@
 package driver
 
 import (
+	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"slices"
@@ -69,6 +71,10 @@ type Driver struct {
 	dag     *critpath.DAG
 	dagP    *ten.Pattern
 	dur     []float64
+	// the report as last encoded, and the epoch it describes: a caller
+	// sizing its buffer gets the same bytes on its retry
+	report   []byte
+	reportAt int
 
 	// outMu guards the decision apart from mu, so that Decision never waits
 	// for a Submit.
@@ -162,6 +168,38 @@ func (d *Driver) Decision(room int) (dec Decided, ok, fits bool) {
 	}
 	d.delivered = d.out.Version
 	return *d.out, true, true
+}
+
+// Report is the tuner's report (tuner.Report) as JSON. It waits for a
+// Submit in progress; the bytes are made again only once the tuner has
+// observed another epoch.
+func (d *Driver) Report() (_ []byte, err error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.closed.Load() {
+		return nil, &Error{Closed, errClosedMsg}
+	}
+	if d.broken != "" {
+		return nil, &Error{Internal, d.broken}
+	}
+	if d.report != nil && d.reportAt == d.last {
+		return d.report, nil
+	}
+	// a report that fails is that call's error: the tuner goes on
+	defer func() {
+		if r := recover(); r != nil {
+			d.log.Error("report failed", zap.Any("panic", r), zap.Stack("stack"))
+			err = &Error{Internal, fmt.Sprintf("report failed (please report): %v", r)}
+		}
+	}()
+	var b bytes.Buffer
+	je := json.NewEncoder(&b)
+	je.SetEscapeHTML(false)                          // swaps read "3<->2"
+	if err := je.Encode(d.tu.Report()); err != nil { // a report holds only numbers and strings
+		panic(err)
+	}
+	d.report, d.reportAt = bytes.TrimSpace(b.Bytes()), d.last
+	return d.report, nil
 }
 
 func (d *Driver) observe(b *wire.FCTBatch) error {

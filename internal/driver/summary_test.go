@@ -1,6 +1,7 @@
 package driver
 
 import (
+	"encoding/json"
 	"strings"
 	"testing"
 
@@ -98,5 +99,39 @@ func TestSummary(t *testing.T) {
 				t.Errorf("got  %q\nwant %q", got, tc.want)
 			}
 		})
+	}
+}
+
+// Report's bytes stay the same until the tuner takes another epoch (a
+// caller sizing its buffer gets them again on its retry), then describe
+// it; a closed driver refuses.
+func TestReport(t *testing.T) {
+	p := pattern.TreeAllReduce(8)
+	d, q := decided(t, p)
+	a, err := d.Report()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := d.Report()
+	if &a[0] != &b[0] {
+		t.Error("the report was made again without a new epoch")
+	}
+	var r tuner.Report
+	if err := json.Unmarshal(a, &r); err != nil || r.Epoch != 5 || len(r.Changes) != 1 || !strings.Contains(string(a), "<->") {
+		t.Fatalf("report %s: %v", a, err)
+	}
+	if err := d.Submit(batch(p, 6, 4, 0, 3)); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Submit(batch(q, 10, 6, 1, 3)); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := d.Report()
+	if err := json.Unmarshal(c, &r); err != nil || r.Epoch != 15 || r.Version != 1 {
+		t.Fatalf("report after epoch 15: %s: %v", c, err)
+	}
+	d.Close()
+	if _, err := d.Report(); kind(err) != Closed {
+		t.Fatalf("report after close: %v", err)
 	}
 }

@@ -3,6 +3,7 @@ package tuner
 import (
 	"cmp"
 	"fmt"
+	"math"
 	"slices"
 
 	"github.com/react-torch/react-torch/pkg/links"
@@ -60,6 +61,9 @@ func (l LinkRef) String() string {
 // tuner acts on), and the links the observations cannot tell it apart
 // from (links.Model.Ambiguous; nil: not checked, past the
 // maxAmbiguityChecks most loaded): an operator should look at all of them.
+//
+// SE is -1 where the fit cannot bound the count (its loss is flat along
+// it): JSON has no infinity.
 type LinkLoad struct {
 	LinkRef
 	Competing     float64   `json:"competing"`
@@ -160,6 +164,9 @@ func (t *reactLoop) report(r *Report) {
 	add := func(rank int, down bool, k, se float64) {
 		if k < 0.01 {
 			return
+		}
+		if math.IsInf(se, 0) || math.IsNaN(se) { // the loss is flat along this count
+			se = -1
 		}
 		r.Links = append(r.Links, LinkLoad{LinkRef: linkRef(links.Link{Rank: rank, Down: down}), Competing: k, SE: se, Significant: links.Significant(k, se)})
 	}

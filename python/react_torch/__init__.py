@@ -11,7 +11,7 @@ from .config import Config, from_env, replace, table  # noqa: F401
 from . import _torchfix
 from ._lib import ReactError  # noqa: F401
 
-__all__ = ["Config", "ReactError", "backend_of", "configure", "control_stats", "from_env", "stats"]
+__all__ = ["Config", "ReactError", "backend_of", "configure", "control_stats", "from_env", "report", "stats"]
 
 _overrides = {}
 
@@ -51,6 +51,17 @@ def control_stats(group=None):
     another backend."""
     b = backend_of(group)
     return b.control_stats() if b is not None else {}
+
+
+def report(group=None):
+    """What the leader's tuners know about the network, as this rank last
+    heard it (react_torch.reporting.Report: per collective, the congested
+    links, slow pairs, collective times and the changes made), or None
+    before the first answer or for a group without a tuner. It never
+    waits: the call asks for a newer report, which the leader sends with
+    the answer to this rank's next exchange."""
+    b = backend_of(group)
+    return b.report() if b is not None else None
 
 
 def _create(opts, backend_options=None):

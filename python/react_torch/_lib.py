@@ -67,6 +67,7 @@ def _declare(lib: ctypes.CDLL) -> None:
         "react_tuner_close": ([c.c_uint64], c.c_int),
         "react_tuner_submit": ([c.c_uint64, u8p, c.c_size_t], c.c_int),
         "react_tuner_decision": ([c.c_uint64, c.POINTER(c.c_int64), c.POINTER(c.c_int64), u8p, c.c_size_t, sizep], c.c_int),
+        "react_tuner_report": ([c.c_uint64, u8p, c.c_size_t, sizep], c.c_int),
     }
     for name, (args, res) in sig.items():
         fn = getattr(lib, name)  # a missing symbol is a stale library: fail loudly
@@ -187,6 +188,11 @@ class Tuner:
         out = (ctypes.c_uint8 * max(n.value, 1))()
         _check(lb.react_tuner_decision(self._h, ctypes.byref(ver), ctypes.byref(eff), out, n.value, ctypes.byref(n)), "tuner decision")
         return ver.value, eff.value, bytes(out[: n.value])
+
+    def report(self) -> bytes:
+        """What the tuner knows now, JSON (pkg/tuner.Report)."""
+        lb = lib()
+        return _sized(lambda b, c, n: lb.react_tuner_report(self._h, b, c, n), "tuner report", 4096)
 
     def close(self) -> None:
         if self._h:

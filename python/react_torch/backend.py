@@ -32,6 +32,7 @@ from .control import Control, KeyState
 from .executor import Executor
 from .ops import AVG, check_reduce, redop, reduce_name
 from .pattern import Pattern, plan
+from .reporting import Report
 from .delegated import Delegated
 from .lane import Lane
 from .work import Work
@@ -171,6 +172,14 @@ class ReactBackend(Delegated, route.BASE):
                         "version": st.version, "switches": st.switches, "refused": st.refused, "tuned": st.tuned,
                         "waits": st.waits, "wait_s": st.wait_s})
         return out
+
+    def report(self):
+        """The leader's last report sent to this rank (reporting.Report), None
+        before one or without a tuner; asks for a newer one. Never waits."""
+        if self._control is None:
+            return None
+        d = self._control.report()
+        return Report(d) if d is not None else None
 
     def control_stats(self) -> dict:
         """The control plane's counters: exchanges answered, operations on

@@ -131,6 +131,12 @@ class Control:
         self.tcv = threading.Condition()
         self.ready: List[Tuple[Key, int, int, bytes]] = []
         self.tuned = 0  # last exchange the tuners took
+        # report(): a rank asks with its next exchange; the leader's tuner
+        # thread writes the reports (JSON) for the answer of an exchange
+        # that asked, and every rank keeps the last one it was sent
+        self.want_report = False
+        self.report_out: Optional[bytes] = None
+        self.report_in: Optional[Dict[str, Any]] = None
         self.tune_error: Optional[BaseException] = None
         self._last_at: Optional[float] = None
         self._interval: Optional[float] = None
@@ -200,7 +206,15 @@ class Control:
             if st.records:
                 items.append((key, st.records))
                 st.records = []
-        self.q.put((x, items, time.perf_counter()))
+        want, self.want_report = self.want_report, False
+        self.q.put((x, items, time.perf_counter(), want))
+
+    def report(self) -> Optional[Dict[str, Any]]:
+        """The leader's last report sent to this rank (None before one),
+        and a request for a newer one with this rank's next exchange: it
+        never waits."""
+        self.want_report = True
+        return self.report_in
 
     def close(self, timeout: float = 60.0) -> None:
         """Lets the control thread finish the exchanges already sent (the
@@ -237,13 +251,15 @@ class Control:
                 item = self.q.get()
                 if item is None:
                     return
-                x, items, at = item
-                got = self._reduce(self._rows(items))
-                replies, every = [], 0
+                x, items, at, want = item
+                got = self._reduce(self._rows(items, want))
+                replies, every, rep = [], 0, b""
                 if got is not None:  # the leader
-                    self.tq.put(("batch", x, items, got))
-                    replies, every = self._ready(x, items, at)
-                replies, every = self._broadcast(replies, every)
+                    self.tq.put(("batch", x, items, got[:-1], got[-1] > 0))
+                    replies, every, rep = self._ready(x, items, at)
+                replies, every, rep = self._broadcast(replies, every, rep)
+                if rep:
+                    self.report_in = json.loads(rep)
                 accepted = self._accept(items, replies) if replies else []
                 if x % RESYNC == 0:  # every rank at the same exchange
                     self.offset, self.rtt = clock.sync(self.group, self.rank, self.size, self.cfg.leader)
@@ -271,10 +287,18 @@ class Control:
                     if t is not None:
                         t.close()
                     continue
-                _, x, items, got = item
+                _, x, items, got, want = item
                 made = self._decide_all(items, got)
+                rep = None
+                if want:
+                    try:
+                        rep = self._reports(x)
+                    except _lib.ReactError as exc:  # the report's failure, not the tuners'
+                        log.warning("react_torch: no report for exchange %d: %s", x, exc)
                 with self.tcv:
                     self.ready += made
+                    if rep is not None:
+                        self.report_out = rep
                     self.tuned = x
                     self.tcv.notify_all()
         except BaseException as exc:  # surfaced through the control thread
@@ -282,7 +306,15 @@ class Control:
                 self.tune_error = exc
                 self.tcv.notify_all()
 
-    def _ready(self, x: int, items, at: float) -> Tuple[List[Tuple[int, int, int, bytes]], int]:
+    def _reports(self, x: int) -> bytes:
+        """Every key's tuner report (pkg/tuner.Report), as one JSON object:
+        {"exchange": x, "keys": [{"key": [op, dtype, numel, root],
+        "version": the group's version of the tuner's version 0, "report":
+        ...}]}. Tuner thread."""
+        keys = [f'{{"key":{json.dumps(list(key))},"base":{self.base[key]},"report":{t.report().decode()}}}' for key, t in self.tuners.items()]
+        return f'{{"exchange":{x},"keys":[{",".join(keys)}]}}'.encode()
+
+    def _ready(self, x: int, items, at: float) -> Tuple[List[Tuple[int, int, int, bytes]], int, bytes]:
         """The decisions to send with exchange x: those made so far for keys
         it carries, as (item, the tuner's switch epoch, version, pattern).
         It waits for the tuners to take x itself for up to half the time
@@ -304,21 +336,25 @@ class Control:
             index = {key: i for i, (key, _) in enumerate(items)}
             out = [(index[key], eff, ver, raw) for key, ver, eff, raw in self.ready if key in index]
             self.ready = [d for d in self.ready if d[0] not in index]
+            rep, self.report_out = self.report_out or b"", None
         every = self.every
         if self._interval is not None:
             per_batch = self._interval * self.cfg.B / self.every
             every = self.cfg.B * max(1, min(self.cfg.H // (2 * self.cfg.B), round(EXCHANGE_S / max(per_batch, 1e-9))))
-        return out, every
+        return out, every, rep
 
     @staticmethod
-    def _rows(items) -> np.ndarray:
+    def _rows(items, want: bool = False) -> np.ndarray:
         """This rank's part of an exchange, one float64 vector: per key, per
         epoch, a row of its pattern's flows (-inf where this rank received no
         such flow), the epoch's elapsed time and a slot per rank of the
         pattern for its entry on the group clock (-inf but this rank's).
-        Every rank lays it out alike: the same keys, epochs and versions."""
+        Every rank lays it out alike: the same keys, epochs and versions.
+        A last slot asks the leader for its report (1, else -inf)."""
         n = sum(_width(r[2]) for _, recs in items for r in recs)
-        out = np.full(n, -np.inf)
+        out = np.full(n + 1, -np.inf)
+        if want:
+            out[n] = 1.0
         off = 0
         for _, recs in items:
             for _, _, p, fct, elapsed, entry in recs:
@@ -349,23 +385,25 @@ class Control:
             return None
         return np.where(np.isneginf(rows), np.nan, rows)
 
-    def _broadcast(self, replies: List[Tuple[int, int, int, bytes]], every: int) -> Tuple[List[Tuple[int, int, int, bytes]], int]:
+    def _broadcast(self, replies: List[Tuple[int, int, int, bytes]], every: int, rep: bytes) -> Tuple[List[Tuple[int, int, int, bytes]], int, bytes]:
         """One broadcast of a fixed header (decisions, their size, the
-        exchange period); a second with the patterns only when there are
-        some."""
+        exchange period, the report's size); a second with the patterns
+        and the report only when there are some."""
         body = msgpack.packb([list(r) for r in replies]) if replies else b""
-        head = torch.tensor([len(replies), len(body), every], dtype=torch.int64)
+        head = torch.tensor([len(replies), len(body), every, len(rep)], dtype=torch.int64)
         opts = dist.BroadcastOptions()
         opts.rootRank = self.cfg.leader
         self.group.broadcast([head], opts).wait()
         self.messages += 1
-        every = int(head[2])
-        if int(head[0]) == 0:
-            return [], every
-        buf = torch.frombuffer(bytearray(body), dtype=torch.uint8) if self.rank == self.cfg.leader else torch.empty(int(head[1]), dtype=torch.uint8)
+        nrep, nbody, every, nrept = (int(v) for v in head)
+        if nbody + nrept == 0:
+            return [], every, b""
+        buf = torch.frombuffer(bytearray(body + rep), dtype=torch.uint8) if self.rank == self.cfg.leader else torch.empty(nbody + nrept, dtype=torch.uint8)
         self.group.broadcast([buf], opts).wait()
         self.messages += 1
-        return [tuple(r) for r in msgpack.unpackb(bytes(buf.numpy().tobytes()))], every
+        data = bytes(buf.numpy().tobytes())
+        replies = [tuple(r) for r in msgpack.unpackb(data[:nbody])] if nrep else []
+        return replies, every, data[nbody:]
 
     def _accept(self, items, replies) -> List[Tuple[int, Tuple[int, int, Pattern]]]:
         """Every rank checks the patterns it was sent; one is used only when

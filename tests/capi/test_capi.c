@@ -219,6 +219,7 @@ static void test_handles_unknown(void) {
         EXPECT(react_tuner_close(h), REACT_E_HANDLE, "unknown or closed tuner handle");
         EXPECT(react_tuner_submit(h, b, 4), REACT_E_HANDLE, "unknown or closed");
         EXPECT(react_tuner_decision(h, &ver, &eff, b, 4, &len), REACT_E_HANDLE, "unknown or closed");
+        EXPECT(react_tuner_report(h, b, 4, &len), REACT_E_HANDLE, "unknown or closed");
     }
 }
 
@@ -334,11 +335,25 @@ static void test_tuner(void) {
     make_batch(&m, &dv, 15, 1, 1, 3);
     EXPECT(react_tuner_submit(h, m.b, m.n), REACT_E_STATE, "not after the last epoch observed (15)");
 
+    /* the report: rank 3's downlink first, the change to version 1 */
+    size_t rlen = 0;
+    EXPECT(react_tuner_report(h, NULL, 0, NULL), REACT_E_ARG, "len must not be NULL");
+    EXPECT(react_tuner_report(h, NULL, 0, &rlen), REACT_E_SHORT, "needed");
+    size_t rneed = rlen;
+    char* rep = malloc(rneed + 1);
+    EXPECT(react_tuner_report(h, (uint8_t*)rep, rneed, &rlen), REACT_OK, "");
+    rep[rlen] = 0;
+    CHECK(rlen == rneed && strstr(rep, "\"links\":[{\"rank\":3,\"dir\":\"down\"") != NULL &&
+              strstr(rep, "\"to\":1") != NULL && strstr(rep, "\"epoch\":15") != NULL && strstr(rep, "3<->") != NULL,
+          "report %s", rep);
+    free(rep);
+
     /* close, double close, use after close */
     EXPECT(react_tuner_close(h), REACT_OK, "");
     EXPECT(react_tuner_close(h), REACT_E_HANDLE, "unknown or closed");
     EXPECT(react_tuner_submit(h, m.b, m.n), REACT_E_HANDLE, "unknown or closed");
     EXPECT(react_tuner_decision(h, &ver, &eff, dec, need, &len), REACT_E_HANDLE, "unknown or closed");
+    EXPECT(react_tuner_report(h, dec, need, &len), REACT_E_HANDLE, "unknown or closed");
     free(dec);
     free(m.b);
     free(pat);

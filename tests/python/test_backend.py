@@ -41,6 +41,11 @@ def test_profiler_ranges_name_calls_and_versions():
         assert rc == 0 and "OK profiled" in out and "v1" in out, err[-3000:]
 
 
+def test_report_names_the_congested_link_on_every_rank():
+    for rc, out, err in launch(4, "reported", env={"REACT_TEST_SLOW_RANK": "2", "REACT_LAG": "2"}):
+        assert rc == 0 and "OK reported" in out, err[-3000:]
+
+
 def test_sixteen_ranks_switch():
     """16 ranks, the link model's tuner: every rank's FCTs reach the leader
     in the exchange's MAX reduction, the slow rank is found, and every rank

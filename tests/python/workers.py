@@ -172,6 +172,34 @@ def profiled():
     print(f"OK profiled {sorted(names)}", flush=True)
 
 
+def reported():
+    """react_torch.report() on every rank every epoch: it never waits, is
+    None until the leader's first report arrives, and then names the
+    congested link first (REACT_TEST_SLOW_RANK: every message into that
+    rank 20 ms late, its downlink)."""
+    rank, n, gloo = init()
+    slow = int(os.environ["REACT_TEST_SLOW_RANK"])
+    first, rep, worst = None, None, 0.0
+    for it in range(60):
+        x = data(rank, 4096, torch.int64, it)
+        dist.all_reduce(x)
+        t0 = time.perf_counter()
+        rep = react_torch.report()
+        worst = max(worst, time.perf_counter() - t0)
+        if rep is not None and first is None:
+            first = it
+    assert first is not None and first > 0, f"first report at epoch {first}"
+    k = rep.key("allreduce", "int64", 4096)
+    assert k is not None and k.links, str(rep)
+    top = k.links[0]
+    assert (top["rank"], top["dir"], top["significant"]) == (slow, "down", True), str(rep)
+    assert f"rank {slow}'s downlink" in str(rep), str(rep)
+    assert worst < 0.01, f"report() took {worst:.4f} s"
+    dist.barrier()
+    dist.destroy_process_group()
+    print(f"OK reported first={first} worst_s={worst:.5f}\n{rep}", flush=True)
+
+
 def hostswitch():
     """Hosts with several ranks (REACT_HOST_ID): the slow rank's host is
     congested for every rail; the group's one tuner switches the pattern

@@ -1,0 +1,68 @@
+"""What the leader's tuners know, as this rank last heard it: the object
+react_torch.report() returns. The content is libreact's (pkg/tuner.Report,
+one per collective key); this module only shifts versions to the group's
+numbering and prints it."""
+
+from typing import Any, Dict, List, Optional
+
+
+class KeyReport:
+    """One collective key's tuner: the links its link model gives competing
+    flows (most first; each with the links it cannot be told apart from),
+    the pairs that stand out, the last batch's collective time, and every
+    change it made. Versions are the group's (stats()'s)."""
+
+    def __init__(self, d: Dict[str, Any]):
+        op, dtype, numel, root = d["key"]
+        base, r = d["base"], d["report"]
+        self.key = (op, dtype, numel, root)
+        self.name = f"{op} {dtype} x{numel}" + (f" root {root}" if root >= 0 else "")
+        self.model, self.epoch, self.version = r["model"], r["epoch"], r["version"] + base
+        self.time: Optional[Dict[str, float]] = r["time"]
+        self.noise, self.rms, self.misfit = r["noise"], r["rms"], r["misfit"]
+        self.links: List[Dict[str, Any]] = r["links"]
+        self.pairs: List[Dict[str, Any]] = r["pairs"]
+        self.changes: List[Dict[str, Any]] = [{**c, "from": c["from"] + base, "to": c["to"] + base} for c in r["changes"]]
+
+    def __str__(self) -> str:
+        out = [f"{self.name}: pattern version {self.version} at epoch {self.epoch} (tuner {self.model})"]
+        if self.time:
+            out.append(f"  collective time: mean {self.time['mean'] * 1e3:.3f} ms, p95 {self.time['p95'] * 1e3:.3f} ms (last {self.time['epochs']} epochs)")
+        if self.misfit:
+            out.append(f"  the links miss the flows by {self.rms:.2f} (log): a busy CPU slows flows too, a load may be a host's")
+        for ln in self.links:
+            s = f"  {_link(ln)}: {ln['competing']:.2f} ± {ln['se']:.2f} competing flows ({'congested' if ln['significant'] else 'not significant'})"
+            if ln.get("ambiguous_with"):
+                s += " or " + ", ".join(_link(o) for o in ln["ambiguous_with"]) + " (the flows seen cannot tell them apart)"
+            out.append(s)
+        for p in self.pairs:
+            out.append(f"  pair {p['src']} -> {p['dst']}: x{p['factor']:.2f} ± {p['se']:.2f}")
+        for c in self.changes:
+            s = f"  epoch {c['epoch']}: version {c['from']} -> {c['to']} from epoch {c['effective']} by {', '.join(c['swaps'])}"
+            if c["predicted"]:
+                s += f"; predicted {c['predicted']:.2f}x"
+            if c["measured"]:
+                s += f", measured {c['measured']:.2f}x"
+            out.append(s + f"; {c['verdict']}")
+        return "\n".join(out)
+
+
+def _link(ln: Dict[str, Any]) -> str:
+    return f"rank {ln['rank']}'s {'downlink' if ln['dir'] == 'down' else 'uplink'}"
+
+
+class Report:
+    """The leader's report as of one exchange: `keys`, a KeyReport per
+    tuned collective; `exchange`, the exchange that carried it."""
+
+    def __init__(self, d: Dict[str, Any]):
+        self.exchange: int = d["exchange"]
+        self.keys: List[KeyReport] = [KeyReport(k) for k in d["keys"]]
+
+    def key(self, op: str, dtype: str, numel: int, root: int = -1) -> Optional[KeyReport]:
+        return next((k for k in self.keys if k.key == (op, dtype, numel, root)), None)
+
+    def __str__(self) -> str:
+        return f"react report (exchange {self.exchange})\n" + "\n".join(str(k) for k in self.keys)
+
+    __repr__ = __str__
