@@ -31,6 +31,7 @@ import glob
 import json
 import os
 import signal
+import subprocess
 import sys
 import tempfile
 import time
@@ -396,9 +397,32 @@ def cmd_demo(args) -> int:
         sw = res["react"].get("swap")
         print("what REACT changed:")
         print(sw["text"] if sw else "  (no FCT log)")
+        _demo_report(res, tmp, args.plot)
         if args.out:
             _dump(args.out, res)
     return 0
+
+
+def _demo_report(res: dict, tmp: str, plot: str) -> None:
+    """What the tuner learned (react report on REACT's FCT log) and a
+    picture: both runs' epoch times, the switch marked, the links' loads."""
+    react = os.path.join(ROOT, "build", "react")
+    log_path = res["react"].get("fct_log")
+    if not log_path or not os.path.exists(react):
+        print(f"(no report: {'no FCT log' if not log_path else react + ' not built'})")
+        return
+    pat, base = os.path.join(tmp, "pattern.json"), os.path.join(tmp, "static.json")
+    with open(pat, "w") as f:
+        subprocess.run([react, "pattern", "--op", "allreduce", "--algo", "tree", "--ranks", str(res["ranks"]), "--format", "json"], stdout=f, check=True)
+    with open(base, "w") as f:
+        json.dump(res["baseline"]["times_s"], f)
+    if os.path.dirname(plot):
+        os.makedirs(os.path.dirname(plot), exist_ok=True)
+    out = subprocess.run([react, "report", "--pattern", pat, "--fcts", log_path, "--plot", plot, "--baseline", base], capture_output=True, text=True)
+    print("what the tuner learned (react report):")
+    print(out.stdout.rstrip() or out.stderr.rstrip())
+    if out.returncode == 0:
+        print(f"picture: {plot}")
 
 
 def cmd_calibrate(args) -> int:
@@ -488,6 +512,7 @@ def main(argv=None) -> int:
     p.add_argument("--p", default="0,1,2")
     p = sub.add_parser("demo", help="4 ranks, one congested rank")
     common(p, 0)
+    p.add_argument("--plot", default=os.path.join("out", "demo.png"), help="the picture of both runs and the links' loads")
     p = sub.add_parser("calibrate", help="collective time at R vs 2R vs unshaped; CPU use")
     common(p, 30)
     p.add_argument("--ranks", default="4,8")

@@ -28,7 +28,8 @@ func runReport(e *env, args []string) int {
 	in := replayFlags(fs)
 	asJSON := fs.Bool("json", false, "print the report as one JSON object")
 	plotPath := fs.String("plot", "", "also draw the epoch times (switches marked) and the links' loads to this PNG")
-	const synopsis = "--pattern P.json --fcts LOG [--bytes N] [--json] [--plot OUT.png] [--Setting value ...]"
+	basePath := fs.String("baseline", "", "with --plot: a JSON array of the static pattern's epoch times (seconds), drawn beside")
+	const synopsis = "--pattern P.json --fcts LOG [--bytes N] [--json] [--plot OUT.png [--baseline T.json]] [--Setting value ...]"
 	if code, done := parseFlags(e, fs, args, synopsis); done {
 		return code
 	}
@@ -39,6 +40,19 @@ func runReport(e *env, args []string) int {
 	run, err := in.read(e, fs)
 	if err != nil {
 		return fail("%v", err)
+	}
+	var baseline []float64
+	if *basePath != "" {
+		if *plotPath == "" {
+			return fail("--baseline draws beside --plot; give both")
+		}
+		data, err := os.ReadFile(*basePath)
+		if err != nil {
+			return fail("%v", err)
+		}
+		if err := json.Unmarshal(data, &baseline); err != nil {
+			return fail("%s: %v (want a JSON array of seconds)", *basePath, err)
+		}
 	}
 	seen, err := run.drive(func(string, map[string]any) {}, func(*tuner.Decision) error { return nil })
 	if err != nil {
@@ -62,7 +76,7 @@ func runReport(e *env, args []string) int {
 		return exitFail
 	}
 	if *plotPath != "" {
-		if err := writeReportPlot(*plotPath, &rep, seen); err != nil {
+		if err := writeReportPlot(*plotPath, &rep, seen, baseline); err != nil {
 			fmt.Fprintf(e.stderr, "react report: %v\n", err)
 			return exitFail
 		}
@@ -131,11 +145,30 @@ func writeReportText(w io.Writer, r *tuner.Report) error {
 func millis(s float64) string { return fmt.Sprintf("%.3f ms", s*1e3) }
 
 // writeReportPlot draws two panels: the collective time epoch by epoch
-// with every version's first epoch marked, and each rank's uplink and
-// downlink competing flows.
-func writeReportPlot(path string, r *tuner.Report, epochs []wire.FCTEpoch) error {
+// (and the static pattern's, when given) with every version's first epoch
+// marked, and each rank's uplink and downlink competing flows, the most
+// loaded link named.
+func writeReportPlot(path string, r *tuner.Report, epochs []wire.FCTEpoch, baseline []float64) error {
 	times := plot.New()
 	times.Title.Text = fmt.Sprintf("%s %s, %d ranks: collective time", r.Op, r.Algo, r.Ranks)
+	if len(baseline) > 0 {
+		// aligned at the log's first epoch: both runs measure from there
+		x0 := 0
+		if len(epochs) > 0 {
+			x0 = epochs[0].Epoch
+		}
+		bl := make(plotter.XYs, len(baseline))
+		for i, t := range baseline {
+			bl[i] = plotter.XY{X: float64(x0 + i), Y: t * 1e3}
+		}
+		ln, err := plotter.NewLine(bl)
+		if err != nil {
+			return err
+		}
+		ln.Color = color.Gray{Y: 140}
+		times.Add(ln)
+		times.Legend.Add("static pattern", ln)
+	}
 	times.X.Label.Text = "epoch"
 	times.Y.Label.Text = "collective time (ms)"
 	times.Add(plotter.NewGrid())
@@ -159,7 +192,7 @@ func writeReportPlot(path string, r *tuner.Report, epochs []wire.FCTEpoch) error
 	}
 	ln.Color = plotutil.Color(0)
 	times.Add(ln)
-	times.Legend.Add("epoch time", ln)
+	times.Legend.Add("REACT", ln)
 	times.Legend.Top = true
 	for k, x := range switches {
 		mark, err := plotter.NewLine(plotter.XYs{{X: x, Y: times.Y.Min}, {X: x, Y: times.Y.Max}})
@@ -176,6 +209,9 @@ func writeReportPlot(path string, r *tuner.Report, epochs []wire.FCTEpoch) error
 
 	load := plot.New()
 	load.Title.Text = "link model: competing flows per rank"
+	if len(r.Links) > 0 && r.Links[0].Significant {
+		load.Title.Text += fmt.Sprintf(" (most: %s, ~%.1f)", r.Links[0].LinkRef, r.Links[0].Competing)
+	}
 	load.X.Label.Text = "rank"
 	load.Y.Label.Text = "competing flows"
 	up, down := make(plotter.Values, r.Ranks), make(plotter.Values, r.Ranks)

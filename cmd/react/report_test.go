@@ -76,9 +76,13 @@ func TestReportText(t *testing.T) {
 }
 
 func TestReportPlot(t *testing.T) {
-	out := filepath.Join(t.TempDir(), "r.png")
+	dir := t.TempDir()
+	out, base := filepath.Join(dir, "r.png"), filepath.Join(dir, "static.json")
+	if err := os.WriteFile(base, []byte("[0.07, 0.065, 0.071]"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	code, _, stderr := runArgs([]string{"report", "--pattern", filepath.Join("testdata", "pattern-allreduce-tree-16.json"),
-		"--fcts", filepath.Join("testdata", "loaded-tree16-slow3.jsonl"), "--plot", out}, "")
+		"--fcts", filepath.Join("testdata", "loaded-tree16-slow3.jsonl"), "--plot", out, "--baseline", base}, "")
 	if code != 0 || !strings.Contains(stderr, "wrote "+out) {
 		t.Fatalf("exit %d: %s", code, stderr)
 	}
@@ -102,6 +106,7 @@ func TestReportErrors(t *testing.T) {
 		{[]string{"report", "--pattern", pat, "--fcts", "-"}, "stdin: no epochs"},
 		{[]string{"report", "--pattern", pat, "--fcts", filepath.Join("testdata", "testbed-tree8-p2.jsonl")}, "flow"},
 		{[]string{"report", "--pattern", pat, "--fcts", "-", "--B", "0"}, "B"},
+		{[]string{"report", "--pattern", pat, "--fcts", filepath.Join("testdata", "testbed-tree4-p2.jsonl"), "--baseline", "x.json"}, "give both"},
 	} {
 		code, _, stderr := runArgs(tc.args, "")
 		if code != exitUsage || !strings.Contains(stderr, "react report: ") || !strings.Contains(stderr, tc.want) {

@@ -2,8 +2,9 @@
 
 - under congestion of one rank's downlink (two external TCP flows into it),
   the tuner switches pattern and the final pattern has fewer flows into that
-  rank than the static one (it moved the rank off the critical path); the
-  same with hosts of two ranks each, on the rails' patterns over hosts;
+  rank than the static one (it moved the rank off the critical path), and
+  its report names that downlink first; the same with hosts of two ranks
+  each, on the rails' patterns over hosts;
 - with no congestion the tuner keeps nothing and tries at most once (a
   switch and its revert): the pattern in force at the end is the static one;
 - nothing (namespace, veth, bridge, process) is left after a run, after a
@@ -57,16 +58,21 @@ def _run(args, tmp_path, timeout=400):
     return p, json.loads(out.read_text())
 
 
-def _kept(r, tmp_path):
-    """The changes the tuner kept, by its own verdicts: the run's FCT log
-    replayed by `react replay`, which makes the live run's decisions."""
+def _react(what, r, tmp_path, *flags):
+    """`react replay` or `react report` on the run's FCT log (the live
+    run's decisions, made again)."""
     react = os.path.join(ROOT, "build", "react")
     pat = tmp_path / "pattern.json"
     with open(pat, "w") as f:
         subprocess.run([react, "pattern", "--op", "allreduce", "--algo", "tree", "--ranks", str(r["ranks"]), "--format", "json"],
                        stdout=f, check=True)
-    out = subprocess.run([react, "replay", "--pattern", str(pat), "--fcts", r["fct_log"], "--bytes", str(r["size"]), "--format", "json"],
-                         capture_output=True, text=True, check=True).stdout
+    return subprocess.run([react, what, "--pattern", str(pat), "--fcts", r["fct_log"], "--bytes", str(r["size"]), *flags],
+                          capture_output=True, text=True, check=True).stdout
+
+
+def _kept(r, tmp_path):
+    """The changes the tuner kept, by its own verdicts."""
+    out = _react("replay", r, tmp_path, "--format", "json")
     return [d for d in map(json.loads, out.splitlines()) if d.get("kept")]
 
 
@@ -91,6 +97,9 @@ def test_congested_rank_moved_off_the_critical_path(tmp_path):
     sw = r["swap"]
     assert sw["target"] == 1
     assert sw["flows_into_target_fewest"] < sw["flows_into_target_before"], sw["text"]
+    # what the tuner learned names the congested link first
+    links = json.loads(_react("report", r, tmp_path, "--json"))["links"]
+    assert links and (links[0]["rank"], links[0]["dir"], links[0]["significant"]) == (1, "down", True), links
     # the external flows really ran
     assert sum(f.get("bytes", 0) for f in r["flows_measured"] if f.get("role") == "sink") > 0
 
