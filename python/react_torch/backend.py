@@ -179,7 +179,9 @@ class ReactBackend(Delegated, route.BASE):
         if self._control is None:
             return None
         d = self._control.report()
-        return Report(d) if d is not None else None
+        if d is None:
+            return None
+        return Report(d, [list(rs) for rs in self.layout.hosts] if self._hier is not None else None)
 
     def control_stats(self) -> dict:
         """The control plane's counters: exchanges answered, operations on

@@ -10,9 +10,12 @@ class KeyReport:
     """One collective key's tuner: the links its link model gives competing
     flows (most first; each with the links it cannot be told apart from),
     the pairs that stand out, the last batch's collective time, and every
-    change it made. Versions are the group's (stats()'s)."""
+    change it made. Versions are the group's (stats()'s). On a
+    hierarchical group the pattern runs over hosts: a link's "rank" is a
+    host, hosts[rank] its ranks."""
 
-    def __init__(self, d: Dict[str, Any]):
+    def __init__(self, d: Dict[str, Any], hosts: Optional[List[List[int]]] = None):
+        self.hosts = hosts
         op, dtype, numel, root = d["key"]
         base, r = d["base"], d["report"]
         self.key = (op, dtype, numel, root)
@@ -31,12 +34,12 @@ class KeyReport:
         if self.misfit:
             out.append(f"  the links miss the flows by {self.rms:.2f} (log): a busy CPU slows flows too, a load may be a host's")
         for ln in self.links:
-            s = f"  {_link(ln)}: {ln['competing']:.2f} ± {ln['se']:.2f} competing flows ({'congested' if ln['significant'] else 'not significant'})"
+            s = f"  {_link(ln, self.hosts)}: {ln['competing']:.2f} ± {ln['se']:.2f} competing flows ({'congested' if ln['significant'] else 'not significant'})"
             if ln.get("ambiguous_with"):
-                s += " or " + ", ".join(_link(o) for o in ln["ambiguous_with"]) + " (the flows seen cannot tell them apart)"
+                s += " or " + ", ".join(_link(o, self.hosts) for o in ln["ambiguous_with"]) + " (the flows seen cannot tell them apart)"
             out.append(s)
         for p in self.pairs:
-            out.append(f"  pair {p['src']} -> {p['dst']}: x{p['factor']:.2f} ± {p['se']:.2f}")
+            out.append(f"  pair {_node(p['src'], self.hosts)} -> {_node(p['dst'], self.hosts)}: x{p['factor']:.2f} ± {p['se']:.2f}")
         for c in self.changes:
             s = f"  epoch {c['epoch']}: version {c['from']} -> {c['to']} from epoch {c['effective']} by {', '.join(c['swaps'])}"
             if c["predicted"]:
@@ -47,17 +50,24 @@ class KeyReport:
         return "\n".join(out)
 
 
-def _link(ln: Dict[str, Any]) -> str:
-    return f"rank {ln['rank']}'s {'downlink' if ln['dir'] == 'down' else 'uplink'}"
+def _node(r: int, hosts: Optional[List[List[int]]]) -> str:
+    if hosts is None:
+        return f"rank {r}"
+    return f"host {r} (rank{'s' if len(hosts[r]) > 1 else ''} {', '.join(map(str, hosts[r]))})"
+
+
+def _link(ln: Dict[str, Any], hosts: Optional[List[List[int]]]) -> str:
+    return f"{_node(ln['rank'], hosts)}'s {'downlink' if ln['dir'] == 'down' else 'uplink'}"
 
 
 class Report:
     """The leader's report as of one exchange: `keys`, a KeyReport per
-    tuned collective; `exchange`, the exchange that carried it."""
+    tuned collective; `exchange`, the exchange that carried it. hosts: a
+    hierarchical group's ranks per host (its patterns run over hosts)."""
 
-    def __init__(self, d: Dict[str, Any]):
+    def __init__(self, d: Dict[str, Any], hosts: Optional[List[List[int]]] = None):
         self.exchange: int = d["exchange"]
-        self.keys: List[KeyReport] = [KeyReport(k) for k in d["keys"]]
+        self.keys: List[KeyReport] = [KeyReport(k, hosts) for k in d["keys"]]
 
     def key(self, op: str, dtype: str, numel: int, root: int = -1) -> Optional[KeyReport]:
         return next((k for k in self.keys if k.key == (op, dtype, numel, root)), None)

@@ -58,6 +58,12 @@ def test_host_pattern_switches_mid_run(hosts_, slow):
     assert all("numel=4096" in o for o in outs), outs
 
 
+def test_report_names_the_congested_host():
+    """On hosts the pattern runs over hosts: the report names the slow
+    rank's host, with its ranks."""
+    ok(launch(6, "reported", env={"REACT_TEST_SLOW_RANK": "5", "REACT_LAG": "2"}, hosts=LAYOUTS["3x2"]), "reported")
+
+
 def test_ddp_losses_equal_gloo_on_hosts():
     def losses(backend):
         res = launch(4, "ddp", backend, env=TUNE_OFF if backend == "react" else {}, hosts=LAYOUTS["2x2"])
