@@ -27,7 +27,7 @@ import torch
 import torch.distributed as dist
 
 from . import _lib, agree, hier, hosts, route
-from .config import Config, from_env
+from .config import Config, from_env, test_slow_rank
 from .control import Control, KeyState
 from .executor import Executor
 from .ops import AVG, check_reduce, redop, reduce_name
@@ -77,6 +77,7 @@ class ReactBackend(Delegated, route.BASE):
         self._lane = Lane()  # runs the collectives in call order
         self._pid = os.getpid()  # a forked child must not use the group
         agree.settings(self.cfg, size, self._ctrl_pg)
+        self._slow = test_slow_rank(size)  # the tests' congestion hook
         self._check = agree.CallCheck(self._gloo, rank, size) if size > 1 and self.cfg.check_calls else None
         self.layout = hosts.discover(store, rank, size) if size > 1 and self.cfg.hosts != "flat" else None
         self._hier = self._hierarchical(store) if self.layout is not None and self.layout.hierarchical(self.cfg.hosts) else None
@@ -322,7 +323,7 @@ class ReactBackend(Delegated, route.BASE):
     def _hold_s(self) -> float:
         """The test hook's hold on every message into this rank: when it is
         REACT_TEST_SLOW_RANK (on hosts, on that rank's host: every rail)."""
-        slow = self.cfg.test_slow_rank
+        slow = self._slow
         if slow < 0 or self._control is None:
             return 0.0
         if self._hier is not None:

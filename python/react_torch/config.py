@@ -35,7 +35,6 @@ _FIELDS = {
     "segment_bytes": ("REACT_SEGMENT_BYTES", int, 0, "a message is sent in segments of about this size, so reducing one overlaps receiving the next (0: whole)"),
     "min_calls": ("REACT_MIN_CALLS", int, 3, "a key is tuned only from its this-many-th call on"),
     "check_calls": ("REACT_CHECK_CALLS", bool, False, "also compare every rank's call before any of its data moves, even between the ranks that agree, and on NCCL (default: on with TORCH_DISTRIBUTED_DEBUG=DETAIL, as Gloo's own check; it costs about 30% of a 1 MB AllReduce on 4 CPU ranks here). Without it a call's tags carry its signature and a mismatch still fails on every rank"),
-    "test_slow_rank": ("REACT_TEST_SLOW_RANK", int, -1, "test hook: every message into this rank (on hosts, into its host) arrives 20 ms late, as if its link were congested (tuned groups only)"),
 }
 
 # Tuner settings the package sets per collective, not the user: Stepped says
@@ -89,7 +88,6 @@ class Config:
     segment_bytes: int = 0
     min_calls: int = 3
     check_calls: bool = False
-    test_slow_rank: int = -1
     # the tuner settings the user set (REACT_ variables, configure()), by
     # the tuner's names; the others are libreact's defaults
     tuner_set: Dict[str, Any] = dataclasses.field(default_factory=dict)
@@ -126,6 +124,26 @@ def _parse(name: str, var: str, typ: type, raw: str) -> Any:
         raise ValueError(f"react_torch: {var}={raw!r} is not a valid {typ.__name__} for {name}") from None
 
 
+# The tests' congestion hook: every message into this rank (on hosts, into
+# its host) arrives 20 ms late (backend.TEST_HOLD_S), as if its downlink were congested, on
+# tuned groups. Not a setting: not in the table, not in configure().
+TEST_SLOW_RANK = "REACT_TEST_SLOW_RANK"
+
+
+def test_slow_rank(size: int, env: Optional[Dict[str, str]] = None) -> int:
+    """The hook's rank, -1 when off; a value that is not a rank of the
+    group is an error naming the variable."""
+    env = os.environ if env is None else env
+    raw = env.get(TEST_SLOW_RANK, "-1")
+    try:
+        r = int(raw)
+    except ValueError:
+        r = size
+    if not -1 <= r < size:
+        raise ValueError(f"react_torch: {TEST_SLOW_RANK}={raw!r}: want -1 (off) or a rank, 0 to {size - 1}")
+    return r
+
+
 # Unknown REACT_* variables already warned about (once per process: other
 # software uses the prefix too, REACT_APP_* for web front ends).
 _warned: set = set()
@@ -153,8 +171,9 @@ def from_env(env: Optional[Dict[str, str]] = None) -> Config:
     react_torch's own."""
     env = os.environ if env is None else env
     cfg = own_settings(env)
-    # REACT_HOST_ID is one rank's, not a group setting (hosts.py reads it)
-    own = {var for var, _, _, _ in _FIELDS.values()} | {"REACT_LIBRARY", "REACT_HOST_ID"}
+    # REACT_HOST_ID is one rank's, not a group setting (hosts.py reads it);
+    # TEST_SLOW_RANK is the tests' hook, not a setting (test_slow_rank)
+    own = {var for var, _, _, _ in _FIELDS.values()} | {"REACT_LIBRARY", "REACT_HOST_ID", TEST_SLOW_RANK}
     rest = sorted(k for k in env if k.startswith("REACT_") and k not in own)
     if not rest:
         return cfg
@@ -212,8 +231,6 @@ def validate(cfg: Config, size: int) -> List[str]:
         bad.append(f"{_show('min_calls', cfg)}: want >= 1")
     if cfg.gomaxprocs < 0:
         bad.append(f"{_show('gomaxprocs', cfg)}: want >= 0 (0 leaves Go's default)")
-    if not -1 <= cfg.test_slow_rank < size:
-        bad.append(f"{_show('test_slow_rank', cfg)}: want -1 (off) or a rank, 0 to {size - 1}")
     # algorithm names and the rank count, by generating the patterns' smallest form
     for op in ops.OPS:
         try:

@@ -126,3 +126,21 @@ def test_call_check_follows_torch_debug():
     assert config.from_env({"TORCH_DISTRIBUTED_DEBUG": "DETAIL"}).check_calls is True
     assert config.from_env({"TORCH_DISTRIBUTED_DEBUG": "DETAIL", "REACT_CHECK_CALLS": "0"}).check_calls is False
     assert config.from_env({"REACT_CHECK_CALLS": "1"}).check_calls is True
+
+
+def test_slow_rank_hook_is_not_a_setting(caplog):
+    """REACT_TEST_SLOW_RANK is the tests' hook: no setting, no option, no
+    row in the README's table, no unknown-variable warning; a value that is
+    not a rank of the group names the variable."""
+    assert "REACT_TEST_SLOW_RANK" not in config.table()
+    with pytest.raises(ValueError, match="unknown option"):
+        react_torch.configure(test_slow_rank=1)
+    config._warned.clear()
+    with caplog.at_level("WARNING"):
+        config.from_env({"REACT_TEST_SLOW_RANK": "2"})
+    assert "REACT_TEST_SLOW_RANK" not in caplog.text
+    assert config.test_slow_rank(4, {"REACT_TEST_SLOW_RANK": "2"}) == 2
+    assert config.test_slow_rank(4, {}) == -1
+    for bad in ("4", "-2", "x"):
+        with pytest.raises(ValueError, match=f"REACT_TEST_SLOW_RANK='{bad}': want -1 \\(off\\) or a rank, 0 to 3"):
+            config.test_slow_rank(4, {"REACT_TEST_SLOW_RANK": bad})
