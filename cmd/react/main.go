@@ -4,8 +4,8 @@
 //
 //	react pattern --op allreduce --algo tree --ranks 16 [--format text|json|dot]
 //	react pattern check FILE|-
-//	react replay --pattern P.json --fcts LOG [--bytes N] [--format text|json] [tuner flags]
-//	react report --pattern P.json --fcts LOG [--bytes N] [--json] [--plot OUT.png] [tuner flags]
+//	react replay [--pattern P.json] --fcts LOG [--bytes N] [--format text|json] [tuner flags]
+//	react report [--pattern P.json] --fcts LOG [--bytes N] [--json] [--plot OUT.png] [tuner flags]
 //	react sim --scenario FILE [--seed S] [--out DIR] [--format text|json]
 //
 // Exit status: 0 success, 1 a check failed, 2 malformed input or usage.
@@ -45,8 +45,8 @@ type command struct {
 func commands() []command {
 	return []command{
 		{"pattern", "--op OP --algo ALGO --ranks N | check FILE", "generate a collective pattern, or check one for exactly-once semantics", runPattern},
-		{"replay", "--pattern P.json --fcts LOG [--bytes N]", "replay a recorded FCT log through the tuner and print its decisions", runReplay},
-		{"report", "--pattern P.json --fcts LOG [--json] [--plot OUT.png]", "replay an FCT log and report what the tuner learned: congested links, slow pairs, collective times, changes", runReport},
+		{"replay", "[--pattern P.json] --fcts LOG [--bytes N]", "replay a recorded FCT log through the tuner and print its decisions", runReplay},
+		{"report", "[--pattern P.json] --fcts LOG [--json] [--plot OUT.png]", "replay an FCT log and report what the tuner learned: congested links, slow pairs, collective times, changes", runReport},
 		{"sim", "--scenario FILE [--seed S] [--out DIR]", "run a simulation scenario: baseline, REACT and oracle side by side", runSim},
 	}
 }

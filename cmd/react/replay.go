@@ -44,7 +44,7 @@ func runReplay(e *env, args []string) int {
 	fs := newFlagSet("react replay")
 	in := replayFlags(fs)
 	format := fs.String("format", "text", "output: text or json")
-	const synopsis = "--pattern P.json --fcts LOG [--bytes N] [--format text|json] [--Setting value ...]"
+	const synopsis = "[--pattern P.json] --fcts LOG [--bytes N] [--format text|json] [--Setting value ...]"
 	if code, done := parseFlags(e, fs, args, synopsis); done {
 		return code
 	}
@@ -94,7 +94,7 @@ type replayInput struct {
 
 func replayFlags(fs *flag.FlagSet) replayInput {
 	in := replayInput{
-		pattern: fs.String("pattern", "", "initial pattern, JSON (react pattern --format json)"),
+		pattern: fs.String("pattern", "", "initial pattern, JSON (react pattern --format json); default: the built-in pattern whose flows the log's first epoch has"),
 		fcts:    fs.String("fcts", "", "FCT log, JSON lines (see package wire); - reads stdin"),
 		bytes:   fs.Float64("bytes", 0, "message size in bytes (default: the log's bytes of flow 0 over its fraction)"),
 		cfg:     new(tuner.Config),
@@ -121,26 +121,15 @@ func (in replayInput) read(e *env, fs *flag.FlagSet) (*replayRun, error) {
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
-	if *in.pattern == "" {
-		return nil, errors.New("missing --pattern")
-	}
 	if *in.fcts == "" {
 		return nil, errors.New("missing --fcts")
+	}
+	if *in.pattern == "" && *in.fcts == "-" {
+		return nil, errors.New("missing --pattern (a log on stdin is read once: the pattern cannot be found from it)")
 	}
 	cfg := *in.cfg
 	if err := cfg.Validate(); err != nil {
 		return nil, err
-	}
-	data, err := os.ReadFile(*in.pattern)
-	if err != nil {
-		return nil, err
-	}
-	p, err := wire.DecodeJSON(data)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", *in.pattern, err)
-	}
-	if err := semantics.Check(p); err != nil {
-		return nil, fmt.Errorf("%s: %w", *in.pattern, err)
 	}
 	var logR io.Reader
 	logName := *in.fcts
@@ -153,6 +142,33 @@ func (in replayInput) read(e *env, fs *flag.FlagSet) (*replayRun, error) {
 		}
 		defer f.Close()
 		logR = f
+	}
+	var p *ten.Pattern
+	if *in.pattern == "" {
+		// the log's first epoch names the pattern's flows; read it twice
+		data, err := io.ReadAll(logR)
+		if err != nil {
+			return nil, err
+		}
+		ends, ranks, err := wire.ReadFCTLogFlows(bytes.NewReader(data))
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w (give --pattern)", logName, err)
+		}
+		if p, err = findPattern(logName, ends, ranks); err != nil {
+			return nil, err
+		}
+		logR = bytes.NewReader(data)
+	} else {
+		data, err := os.ReadFile(*in.pattern)
+		if err != nil {
+			return nil, err
+		}
+		if p, err = wire.DecodeJSON(data); err != nil {
+			return nil, fmt.Errorf("%s: %w", *in.pattern, err)
+		}
+		if err := semantics.Check(p); err != nil {
+			return nil, fmt.Errorf("%s: %w", *in.pattern, err)
+		}
 	}
 	epochs, err := wire.ReadFCTLog(bufio.NewReader(logR), len(p.Flows))
 	if err != nil {

@@ -101,7 +101,7 @@ func TestReplayErrors(t *testing.T) {
 		stdin  string
 		stderr string
 	}{
-		{"missing pattern", []string{"--fcts", log}, "", "missing --pattern"},
+		{"missing pattern", []string{"--fcts", "-"}, "", "missing --pattern (a log on stdin"},
 		{"missing fcts", []string{"--pattern", pat}, "", "missing --fcts"},
 		{"bad format", []string{"--pattern", pat, "--fcts", log, "--format", "xml"}, "", `unknown --format "xml"`},
 		{"bad config", []string{"--pattern", pat, "--fcts", log, "--B", "0"}, "", "B = 0"},

@@ -29,7 +29,7 @@ func runReport(e *env, args []string) int {
 	asJSON := fs.Bool("json", false, "print the report as one JSON object")
 	plotPath := fs.String("plot", "", "also draw the epoch times (switches marked) and the links' loads to this PNG")
 	basePath := fs.String("baseline", "", "with --plot: a JSON array of the static pattern's epoch times (seconds), drawn beside")
-	const synopsis = "--pattern P.json --fcts LOG [--bytes N] [--json] [--plot OUT.png [--baseline T.json]] [--Setting value ...]"
+	const synopsis = "[--pattern P.json] --fcts LOG [--bytes N] [--json] [--plot OUT.png [--baseline T.json]] [--Setting value ...]"
 	if code, done := parseFlags(e, fs, args, synopsis); done {
 		return code
 	}

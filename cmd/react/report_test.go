@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -101,7 +102,8 @@ func TestReportErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"report", "--fcts", "x"}, "missing --pattern"},
+		{[]string{"report", "--fcts", "-"}, "missing --pattern"},
+		{[]string{"report", "--fcts", "nope.jsonl"}, "no such file"},
 		{[]string{"report", "--pattern", pat}, "missing --fcts"},
 		{[]string{"report", "--pattern", pat, "--fcts", "-"}, "stdin: no epochs"},
 		{[]string{"report", "--pattern", pat, "--fcts", filepath.Join("testdata", "testbed-tree8-p2.jsonl")}, "flow"},
@@ -111,6 +113,56 @@ func TestReportErrors(t *testing.T) {
 		code, _, stderr := runArgs(tc.args, "")
 		if code != exitUsage || !strings.Contains(stderr, "react report: ") || !strings.Contains(stderr, tc.want) {
 			t.Errorf("%v: exit %d, stderr %q, want usage naming %q", tc.args, code, stderr, tc.want)
+		}
+	}
+}
+
+// Without --pattern the log's first epoch finds it: the report is the
+// same as with it; endpoints that fit no pattern (of the op the log's
+// name gives) are refused with what to give.
+func TestReportFindsThePattern(t *testing.T) {
+	for _, tc := range []struct{ log, pattern string }{
+		{"testbed-tree4-p2.jsonl", "pattern-allreduce-tree-4.json"},
+		{"loaded-tree16-slow3.jsonl", "pattern-allreduce-tree-16.json"},
+	} {
+		with := []string{"report", "--fcts", filepath.Join("testdata", tc.log), "--pattern", filepath.Join("testdata", tc.pattern)}
+		code, want, stderr := runArgs(with, "")
+		if code != 0 {
+			t.Fatalf("%s: exit %d: %s", tc.log, code, stderr)
+		}
+		code, got, stderr := runArgs(with[:3], "")
+		if code != 0 || got != want {
+			t.Errorf("%s without --pattern: exit %d %s\n%s\nwant\n%s", tc.log, code, stderr, got, want)
+		}
+	}
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	// a 2-rank ring AllGather: chunk 0 from rank 0, chunk 1 from rank 1
+	// (a ring ReduceScatter sends each chunk the other way)
+	var ring strings.Builder
+	for f, e := range [][4]int{{0, 1, 0, 1}, {1, 1, 1, 0}} {
+		fmt.Fprintf(&ring, `{"epoch": 0, "version": 0, "flow": %d, "chunk": %d, "step": %d, "src": %d, "dst": %d, "bytes": 4, "fct": 0.01}`+"\n", f, e[0], e[1], e[2], e[3])
+	}
+	for _, tc := range []struct{ name, text, want string }{
+		{"odd.jsonl", `{"epoch": 0, "version": 0, "flow": 0, "chunk": 0, "step": 9, "src": 0, "dst": 1, "fct": 0.01}` + "\n", "no built-in pattern of 2 ranks has the logged flows; give --pattern"},
+		{"ring.jsonl", ring.String(), ""},
+		{"x.reducescatter.float32.2.jsonl", ring.String(), "no built-in pattern of 2 ranks"},
+	} {
+		code, _, stderr := runArgs([]string{"report", "--fcts", write(tc.name, tc.text)}, "")
+		if tc.want == "" { // an AllGather's flows, found without the name's op
+			if code != 0 {
+				t.Errorf("%s: exit %d: %s", tc.name, code, stderr)
+			}
+			continue
+		}
+		if code != exitUsage || !strings.Contains(stderr, tc.want) {
+			t.Errorf("%s: exit %d, %q, want %q", tc.name, code, stderr, tc.want)
 		}
 	}
 }

@@ -127,6 +127,10 @@ type fctLine struct {
 	Epoch   *int      `json:"epoch"`
 	Version *int      `json:"version"`
 	Flow    *int      `json:"flow"`
+	Chunk   *int      `json:"chunk"`
+	Step    *int      `json:"step"`
+	Src     *int      `json:"src"`
+	Dst     *int      `json:"dst"`
 	Bytes   *float64  `json:"bytes"`
 	FCT     *float64  `json:"fct"`
 	Arrival *float64  `json:"arrival"`
@@ -266,6 +270,78 @@ func ReadFCTLog(r io.Reader, flows int) ([]FCTEpoch, error) {
 	}
 	return out, nil
 }
+
+// FlowEnds is where a logged flow ran: its chunk, step, source and
+// destination, as the runtime wrote them (FCTRecord).
+type FlowEnds struct {
+	Chunk, Step, Src, Dst int
+}
+
+// ReadFCTLogFlows reads the flow records of an FCT log's first epoch and
+// returns their endpoints in flow order, and the ranks its epoch record's
+// entries count (0 without them): enough to find the pattern the log ran
+// when none is given. ReadFCTLog then reads the times. Errors name the
+// line at fault.
+func ReadFCTLogFlows(r io.Reader) (flows []FlowEnds, ranks int, err error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 4096), maxFCTLine)
+	var seen []bool
+	first, line := -1, 0
+	fail := func(format string, a ...any) error {
+		return fmt.Errorf("wire: fct log: line %d: "+format, append([]any{line}, a...)...)
+	}
+	for sc.Scan() {
+		line++
+		if len(trimSpace(sc.Bytes())) == 0 {
+			continue
+		}
+		var rec fctLine
+		if err := json.Unmarshal(sc.Bytes(), &rec); err != nil {
+			return nil, 0, fail("%v", err)
+		}
+		if rec.Epoch == nil {
+			return nil, 0, fail(`missing "epoch"`)
+		}
+		if first >= 0 && *rec.Epoch != first {
+			break
+		}
+		first = *rec.Epoch
+		if rec.Flow == nil {
+			ranks = len(rec.Entry)
+			continue
+		}
+		f := *rec.Flow
+		if rec.Chunk == nil || rec.Step == nil || rec.Src == nil || rec.Dst == nil {
+			return nil, 0, fail("epoch %d flow %d: no chunk, step, src and dst to find the pattern by", first, f)
+		}
+		if f < 0 || f >= maxLoggedFlows {
+			return nil, 0, fail("epoch %d: flow %d out of range [0, %d)", first, f, maxLoggedFlows)
+		}
+		for len(flows) <= f {
+			flows, seen = append(flows, FlowEnds{}), append(seen, false)
+		}
+		if seen[f] {
+			return nil, 0, fail("epoch %d: duplicate flow %d", first, f)
+		}
+		seen[f], flows[f] = true, FlowEnds{Chunk: *rec.Chunk, Step: *rec.Step, Src: *rec.Src, Dst: *rec.Dst}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, 0, fmt.Errorf("wire: fct log: after line %d: %w", line, err)
+	}
+	if len(flows) == 0 {
+		return nil, 0, fmt.Errorf("wire: fct log: no flow records in the first epoch (%d lines)", line)
+	}
+	for f, ok := range seen {
+		if !ok {
+			return nil, 0, fmt.Errorf("wire: fct log: epoch %d: flow %d of %d is missing", first, f, len(flows))
+		}
+	}
+	return flows, ranks, nil
+}
+
+// maxLoggedFlows bounds the flows of one logged epoch that
+// ReadFCTLogFlows takes (a pattern of ten.MaxRanks ranks has fewer).
+const maxLoggedFlows = 1 << 20
 
 func trimSpace(b []byte) []byte {
 	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t' || b[0] == '\r') {

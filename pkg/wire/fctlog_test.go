@@ -2,6 +2,7 @@ package wire
 
 import (
 	"bytes"
+	"fmt"
 	"math"
 	"reflect"
 	"strconv"
@@ -219,4 +220,56 @@ func BenchmarkReadFCTLog(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
+}
+
+func TestReadFCTLogFlows(t *testing.T) {
+	rec := func(e, f, c, s, src, dst int) string {
+		return fmt.Sprintf(`{"epoch": %d, "version": 0, "flow": %d, "chunk": %d, "step": %d, "src": %d, "dst": %d, "bytes": 8, "arrival": 0.1}`, e, f, c, s, src, dst)
+	}
+	entry := `{"epoch": 2, "version": 0, "elapsed": 0.5, "entry": [1, 2, 3]}`
+	for _, tc := range []struct {
+		name, log string
+		want      []FlowEnds
+		ranks     int
+		err       string
+	}{
+		{"first epoch only", strings.Join([]string{rec(2, 1, 0, 1, 2, 0), rec(2, 0, 0, 0, 1, 2), entry, rec(3, 0, 5, 5, 5, 5)}, "\n"),
+			[]FlowEnds{{0, 0, 1, 2}, {0, 1, 2, 0}}, 3, ""},
+		{"no entries", rec(0, 0, 1, 2, 3, 4), []FlowEnds{{1, 2, 3, 4}}, 0, ""},
+		{"no endpoints", `{"epoch": 0, "version": 0, "flow": 0, "fct": 1}`, nil, 0, "line 1: epoch 0 flow 0: no chunk, step, src and dst"},
+		{"a flow missing", rec(0, 1, 0, 0, 0, 1), nil, 0, "flow 0 of 2 is missing"},
+		{"duplicate", rec(0, 0, 0, 0, 0, 1) + "\n" + rec(0, 0, 0, 0, 0, 1), nil, 0, "line 2: epoch 0: duplicate flow 0"},
+		{"empty", "", nil, 0, "no flow records"},
+		{"not json", "{", nil, 0, "line 1: "},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, ranks, err := ReadFCTLogFlows(strings.NewReader(tc.log))
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Fatalf("error %v, want one containing %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil || !reflect.DeepEqual(got, tc.want) || ranks != tc.ranks {
+				t.Fatalf("got %+v, %d ranks, %v; want %+v, %d", got, ranks, err, tc.want, tc.ranks)
+			}
+		})
+	}
+}
+
+func FuzzReadFCTLogFlows(f *testing.F) {
+	f.Add([]byte(`{"epoch": 0, "version": 0, "flow": 1, "chunk": 0, "step": 1, "src": 2, "dst": 0, "fct": 1}`))
+	f.Add(sampleLog(f, 2, 3, true))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		flows, ranks, err := ReadFCTLogFlows(bytes.NewReader(data))
+		if err != nil {
+			if !strings.Contains(err.Error(), "wire: fct log: ") {
+				t.Fatalf("error without its prefix: %v", err)
+			}
+			return
+		}
+		if len(flows) == 0 || len(flows) > maxLoggedFlows || ranks < 0 {
+			t.Fatalf("%d flows, %d ranks without an error", len(flows), ranks)
+		}
+	})
 }
