@@ -71,10 +71,12 @@ type Driver struct {
 	dag     *critpath.DAG
 	dagP    *ten.Pattern
 	dur     []float64
-	// the report as last encoded, and the epoch it describes: a caller
-	// sizing its buffer gets the same bytes on its retry
-	report   []byte
+	// the report at epoch reportAt, made once an epoch (a switch's log
+	// sentence and a caller share it), and its JSON: a caller sizing its
+	// buffer gets the same bytes on its retry
+	report   *tuner.Report
 	reportAt int
+	encoded  []byte
 
 	// outMu guards the decision apart from mu, so that Decision never waits
 	// for a Submit.
@@ -182,9 +184,6 @@ func (d *Driver) Report() (_ []byte, err error) {
 	if d.broken != "" {
 		return nil, &Error{Internal, d.broken}
 	}
-	if d.report != nil && d.reportAt == d.last {
-		return d.report, nil
-	}
 	// a report that fails is that call's error: the tuner goes on
 	defer func() {
 		if r := recover(); r != nil {
@@ -192,14 +191,27 @@ func (d *Driver) Report() (_ []byte, err error) {
 			err = &Error{Internal, fmt.Sprintf("report failed (please report): %v", r)}
 		}
 	}()
-	var b bytes.Buffer
-	je := json.NewEncoder(&b)
-	je.SetEscapeHTML(false)                          // swaps read "3<->2"
-	if err := je.Encode(d.tu.Report()); err != nil { // a report holds only numbers and strings
-		panic(err)
+	r := d.current()
+	if d.encoded == nil {
+		var b bytes.Buffer
+		je := json.NewEncoder(&b)
+		je.SetEscapeHTML(false)              // swaps read "3<->2"
+		if err := je.Encode(r); err != nil { // a report holds only numbers and strings
+			panic(err)
+		}
+		d.encoded = bytes.TrimSpace(b.Bytes())
 	}
-	d.report, d.reportAt = bytes.TrimSpace(b.Bytes()), d.last
-	return d.report, nil
+	return d.encoded, nil
+}
+
+// current is the tuner's report at the last epoch observed, made once an
+// epoch. The caller holds mu.
+func (d *Driver) current() *tuner.Report {
+	if d.report == nil || d.reportAt != d.last {
+		r := d.tu.Report()
+		d.report, d.reportAt, d.encoded = &r, d.last, nil
+	}
+	return d.report
 }
 
 func (d *Driver) observe(b *wire.FCTBatch) error {
@@ -265,8 +277,7 @@ func (d *Driver) decided(dec *tuner.Decision) {
 	}
 	d.log.Info("decision", fields...)
 	if (dec.Pattern != nil || dec.Kept || dec.Reverted) && d.log.Core().Enabled(zap.InfoLevel) {
-		rep := d.tu.Report()
-		d.log.Info(summary(d.label, &rep, dec))
+		d.log.Info(summary(d.label, d.current(), dec))
 	}
 	if out != nil {
 		d.outMu.Lock()
