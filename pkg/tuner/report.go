@@ -6,6 +6,8 @@ import (
 	"math"
 	"slices"
 
+	"gonum.org/v1/gonum/stat"
+
 	"github.com/react-torch/react-torch/pkg/links"
 )
 
@@ -106,7 +108,7 @@ const maxChanges = 64
 
 // record folds a decision into the report's changes and times.
 func (t *Tuner) record(d *Decision) {
-	t.times = &Times{Batch: d.Batch, Epochs: len(t.elapsed), Mean: mean(t.elapsed), P95: quantile(t.elapsed, 0.95)}
+	t.times = &Times{Batch: d.Batch, Epochs: len(t.elapsed), Mean: mean(t.elapsed), P95: p95(t.elapsed)}
 	if (d.Kept || d.Reverted) && len(t.changes) > 0 {
 		c := &t.changes[len(t.changes)-1]
 		if c.Verdict == "pending" {
@@ -194,12 +196,10 @@ func linkRef(l links.Link) LinkRef {
 	return LinkRef{Rank: l.Rank, Dir: "up"}
 }
 
-// quantile is the nearest-rank q-quantile of xs (0 for none).
-func quantile(xs []float64, q float64) float64 {
+// p95 is the empirical 95th percentile, as the scenario results' (0 for none).
+func p95(xs []float64) float64 {
 	if len(xs) == 0 {
 		return 0
 	}
-	s := slices.Sorted(slices.Values(xs))
-	i := int(float64(len(s))*q+0.999999) - 1
-	return s[min(max(i, 0), len(s)-1)]
+	return stat.Quantile(0.95, stat.Empirical, slices.Sorted(slices.Values(xs)), nil)
 }
