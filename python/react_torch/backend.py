@@ -27,7 +27,7 @@ import torch.distributed as dist
 
 from . import _lib, agree, hier, hosts, route
 from .collectives import Collectives
-from .config import Config, from_env, test_slow_rank
+from .config import TEST_HOLD_S, Config, from_env, test_slow_rank
 from .control import Control, KeyState
 from .executor import Executor
 from .ops import redop
@@ -38,11 +38,6 @@ from .lane import Lane
 from .work import Work
 
 log = logging.getLogger("react_torch")
-
-# REACT_TEST_SLOW_RANK's hold on a message: many times a small call's flows
-# on this machine's loopback, so the tuner sees it through CPU noise (5 ms
-# was lost in it with a 3 GB pip install beside the tests)
-TEST_HOLD_S = 0.02
 
 _C10dBackend = torch._C._distributed_c10d.Backend
 # A receive nobody sends to: its timeout closes the group (ReactBackend._kill).

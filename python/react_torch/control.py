@@ -309,8 +309,8 @@ class Control:
     def _reports(self, x: int) -> bytes:
         """Every key's tuner report (pkg/tuner.Report), as one JSON object:
         {"exchange": x, "keys": [{"key": [op, dtype, numel, root],
-        "version": the group's version of the tuner's version 0, "report":
-        ...}]}. Tuner thread."""
+        "base": the group's version of the tuner's version 0, "report":
+        ...}]}, each report as libreact wrote it. Tuner thread."""
         keys = [f'{{"key":{json.dumps(list(key))},"base":{self.base[key]},"report":{t.report().decode()}}}' for key, t in self.tuners.items()]
         return f'{{"exchange":{x},"keys":[{",".join(keys)}]}}'.encode()
 
