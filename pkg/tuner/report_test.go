@@ -105,3 +105,40 @@ func contains(xs []string, x string) bool {
 	}
 	return false
 }
+
+// Asking for reports (which replay the held epochs to find ambiguous
+// links) changes nothing the tuner decides.
+func TestReportLeavesDecisionsAlone(t *testing.T) {
+	p := pattern.TreeAllReduce(8)
+	net := quietNet(8)
+	net.Down[3], net.Up[5] = 2, 1
+	var runs [2][]*tuner.Decision
+	for i := range runs {
+		tu, err := tuner.New(tuner.DefaultConfig(), p, msg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs[i], _ = driveNet(t, tu, 90, func(e int) *links.Net {
+			if i == 1 && e%6 == 0 {
+				tu.Report()
+			}
+			return net
+		}, nil)
+	}
+	if len(runs[0]) != len(runs[1]) {
+		t.Fatalf("%d decisions, %d with reports", len(runs[0]), len(runs[1]))
+	}
+	changed := false
+	for _, d := range runs[0] {
+		changed = changed || d.Pattern != nil
+	}
+	if !changed {
+		t.Fatal("the tuner made no change: nothing to compare")
+	}
+	for b := range runs[0] {
+		x, y := runs[0][b], runs[1][b]
+		if x.Note != y.Note || x.Kept != y.Kept || x.Reverted != y.Reverted || x.NewVersion != y.NewVersion || x.Expected != y.Expected {
+			t.Errorf("batch %d: %+v\nwith reports %+v", b, x, y)
+		}
+	}
+}
