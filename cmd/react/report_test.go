@@ -13,20 +13,25 @@ import (
 )
 
 // The report of a testbed or loaded-CPU log names the congested link
-// first, keeps what the tuner did, and says when its fit is not a
-// network's alone.
+// first, a CPU-starved rank a slow host (and none where there is none),
+// keeps what the tuner did, and says when its fit is not a network's
+// alone.
 func TestReportLogs(t *testing.T) {
 	for _, tc := range []struct {
 		log, pattern string
 		stepped      bool
 		first        tuner.LinkRef // the congested link; Rank -1: none significant expected first
 		changes      int           // the changes the log's tuner makes
+		slow         int           // the rank named a slow host; -1: none
 	}{
-		{"testbed-tree4-p2.jsonl", "pattern-allreduce-tree-4.json", true, tuner.LinkRef{Rank: 1, Dir: "down"}, 1},
-		{"testbed-tree8-p2.jsonl", "pattern-allreduce-tree-8.json", true, tuner.LinkRef{Rank: 1, Dir: "down"}, 1},
-		{"loaded-tree16-slow3.jsonl", "pattern-allreduce-tree-16.json", false, tuner.LinkRef{Rank: 3, Dir: "down"}, 1},
-		{"testbed-tree4-p0.jsonl", "pattern-allreduce-tree-4.json", true, tuner.LinkRef{Rank: -1}, 0},
-		{"loaded-tree16-none.jsonl", "pattern-allreduce-tree-16.json", false, tuner.LinkRef{Rank: -1}, 0},
+		{"testbed-tree4-p2.jsonl", "pattern-allreduce-tree-4.json", true, tuner.LinkRef{Rank: 1, Dir: "down"}, 1, -1},
+		{"testbed-tree8-p2.jsonl", "pattern-allreduce-tree-8.json", true, tuner.LinkRef{Rank: 1, Dir: "down"}, 1, -1},
+		{"loaded-tree16-slow3.jsonl", "pattern-allreduce-tree-16.json", false, tuner.LinkRef{Rank: 3, Dir: "down"}, 1, -1},
+		{"testbed-tree4-p0.jsonl", "pattern-allreduce-tree-4.json", true, tuner.LinkRef{Rank: -1}, 0, -1},
+		{"loaded-tree16-none.jsonl", "pattern-allreduce-tree-16.json", false, tuner.LinkRef{Rank: -1}, 0, -1},
+		// 4 CPU ranks, a thread spinning in rank 2's interpreter (its every
+		// message waits for it), no congestion: a host, not its links
+		{"starved-tree4-rank2.jsonl", "pattern-allreduce-tree-4.json", false, tuner.LinkRef{Rank: -1}, 0, 2},
 	} {
 		t.Run(tc.log, func(t *testing.T) {
 			args := []string{"report", "--pattern", filepath.Join("testdata", tc.pattern), "--fcts", filepath.Join("testdata", tc.log), "--json"}
@@ -47,6 +52,18 @@ func TestReportLogs(t *testing.T) {
 			for i := 1; i < len(r.Links); i++ {
 				if r.Links[i].Competing > r.Links[i-1].Competing {
 					t.Errorf("links out of order: %+v", r.Links)
+				}
+			}
+			var slow []int
+			for _, h := range r.SlowHosts {
+				slow = append(slow, h.Rank)
+			}
+			if want := []int{tc.slow}; (tc.slow < 0 && len(slow) > 0) || (tc.slow >= 0 && fmt.Sprint(slow) != fmt.Sprint(want)) {
+				t.Errorf("slow hosts %+v, want rank %d", r.SlowHosts, tc.slow)
+			}
+			for _, l := range r.Links {
+				if l.Rank == tc.slow {
+					t.Errorf("the slow host's %s listed as a loaded link", l.LinkRef)
 				}
 			}
 			if len(r.Changes) != tc.changes {

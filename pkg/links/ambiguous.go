@@ -1,9 +1,6 @@
 package links
 
-import (
-	"math"
-	"slices"
-)
+import "math"
 
 // Link is one rank's uplink (Down false) or downlink.
 type Link struct {
@@ -29,19 +26,14 @@ func (m *Model) Ambiguous(l Link) []Link {
 	if !m.fitted || l.Rank < 0 || l.Rank >= m.ranks {
 		return nil
 	}
-	f := m.fit.Net
-	net := Net{C: f.C, Alpha: f.Alpha, Up: slices.Clone(f.Up), Down: slices.Clone(f.Down), Stepped: f.Stepped}
+	net := m.fit.Net.clone()
 	li := m.linkIndex(l)
 	k := m.count(&net, li)
 	if *k < 0.01 {
 		return nil
 	}
 	cur := m.loss(&net)
-	v := m.fit.Noise * m.fit.Noise
-	if w := m.weight(); v == 0 && w > 0 {
-		v = cur / w
-	}
-	v = max(v, 1e-6)
+	v := m.variance(cur, m.fit.Noise)
 	old := *k
 	*k = 0
 	var out []Link

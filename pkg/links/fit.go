@@ -62,10 +62,10 @@ func (m *Model) Refit() (Fit, error) {
 		m.fitScale(&net, 0.8) // most flows are not congested
 	}
 	cur := m.loss(&net)
-	cur = m.descend(&net, cur, 4*n+8, noise)
+	cur = m.descend(&net, cur, 4*n+8, noise, -1)
 	m.fitScale(&net, 0.5)
 	cur = m.fitAlpha(&net)
-	cur = m.descend(&net, cur, 2*n+4, noise)
+	cur = m.descend(&net, cur, 2*n+4, noise, -1)
 
 	f := Fit{Net: net, Noise: noise, Epochs: len(m.obs), Patterns: len(m.groups)}
 	total, flows := 0, 0
@@ -218,8 +218,9 @@ const spurious = 12
 
 // descend is coordinate descent on the competing counts: score every link
 // by the residuals of the flows that cross it, line-search the few that
-// point most strongly one way, take the best improvement, repeat.
-func (m *Model) descend(net *Net, cur float64, rounds int, noise float64) float64 {
+// point most strongly one way, take the best improvement, repeat. The
+// links of rank hold (-1: none) stay as they are.
+func (m *Model) descend(net *Net, cur float64, rounds int, noise float64, hold int) float64 {
 	n := m.ranks
 	score := make([]float64, 2*n)
 	hits := make([]float64, 2*n)
@@ -244,7 +245,7 @@ func (m *Model) descend(net *Net, cur float64, rounds int, noise float64) float6
 		}
 		var cs []cand
 		for l := range score {
-			if hits[l] == 0 {
+			if hits[l] == 0 || (hold >= 0 && (l == hold || l == n+hold)) {
 				continue
 			}
 			s := score[l] / hits[l]
@@ -318,41 +319,13 @@ func cmpFloat(a, b float64) int {
 func (m *Model) uncertainty(net *Net, cur, noise float64) (up, down []float64) {
 	n := m.ranks
 	up, down = make([]float64, n), make([]float64, n)
-	total := 0.0
-	for _, g := range m.groups {
-		total += float64(g.n * len(g.logObs))
-	}
-	v := noise * noise
-	if v == 0 && total > 0 {
-		v = cur / total
-	}
-	v = max(v, 1e-6) // a floor: no fit is better than a part in a thousand
+	v := m.variance(cur, noise)
 	for l := 0; l < 2*n; l++ {
 		k := m.count(net, l)
-		old := *k
-		if old < 0.01 {
+		if *k < 0.01 {
 			continue // a count of zero is never significant: no replays for it
 		}
-		h := max(0.25, old/4)
-		*k = old + h
-		lp := m.loss(net)
-		lm := cur
-		if old-h >= 0 {
-			*k = old - h
-			lm = m.loss(net)
-		} else {
-			// one-sided at the boundary: curvature from k, k+h, k+2h
-			*k = old + 2*h
-			l2 := m.loss(net)
-			lm = 2*lp - l2
-			lm = max(lm, cur)
-		}
-		*k = old
-		curv := (lp - 2*cur + lm) / (h * h) / v
-		se := math.Inf(1)
-		if curv > 0 {
-			se = math.Sqrt(2 / curv)
-		}
+		se := m.stdErr(net, k, cur, v, 0.25)
 		if l < n {
 			up[l] = se
 		} else {
@@ -360,6 +333,44 @@ func (m *Model) uncertainty(net *Net, cur, noise float64) (up, down []float64) {
 		}
 	}
 	return up, down
+}
+
+// stdErr is the standard error of the parameter k points to, at loss cur
+// and observation variance v, from the loss's curvature over a step of a
+// quarter of it, at least least.
+func (m *Model) stdErr(net *Net, k *float64, cur, v, least float64) float64 {
+	old := *k
+	h := max(least, old/4)
+	*k = old + h
+	lp := m.loss(net)
+	lm := cur
+	if old-h >= 0 {
+		*k = old - h
+		lm = m.loss(net)
+	} else {
+		// one-sided at the boundary: curvature from k, k+h, k+2h
+		*k = old + 2*h
+		l2 := m.loss(net)
+		lm = 2*lp - l2
+		lm = max(lm, cur)
+	}
+	*k = old
+	curv := (lp - 2*cur + lm) / (h * h) / v
+	if curv <= 0 {
+		return math.Inf(1)
+	}
+	return math.Sqrt(2 / curv)
+}
+
+// variance is the variance of one flow observation's log FCT that the
+// loss is read against: the measured noise's or, without repeated epochs,
+// the fit's own residual spread (loss cur).
+func (m *Model) variance(cur, noise float64) float64 {
+	v := noise * noise
+	if w := m.weight(); v == 0 && w > 0 {
+		v = cur / w
+	}
+	return max(v, 1e-6) // a floor: no fit is better than a part in a thousand
 }
 
 // significant keeps the counts that stand out of their uncertainty.

@@ -22,10 +22,37 @@ import (
 // its ends have started its step, and its FCT is timed from the receiver's
 // step start, waiting for a late sender included. Without it flows run as
 // data allows, one stream per chunk (NCCL's channels, the simulator).
+//
+// Host, where not nil, is every rank's slowness as a host: a flow carries
+// 1+x times its bytes where x is the larger Host of its two ends, as a
+// lone flow on a link slows beside x competing flows. A slow host slows
+// its flows in both directions alike whatever they share a link with;
+// competing flows slow a rank's concurrent flows less than its single one.
+//
+// Shared, where not nil, gives every rank r with Shared[r] above zero a
+// third link, its host's, that all its flows both ways pass through
+// beside Shared[r] competing flows: a CPU or a bus that a rank's sends and
+// receives share, and a busy process shares with them.
 type Net struct {
-	C, Alpha float64
-	Up, Down []float64
-	Stepped  bool
+	C, Alpha     float64
+	Up, Down     []float64
+	Host, Shared []float64
+	Stepped      bool
+}
+
+// hostFactor is the slowness flow src->dst takes from its hosts.
+func (n *Net) hostFactor(src, dst int32) float64 {
+	if n.Host == nil {
+		return 1
+	}
+	return 1 + max(n.Host[src], n.Host[dst])
+}
+
+// clone is a copy of n that shares no slice with it.
+func (n *Net) clone() Net {
+	c := *n
+	c.Up, c.Down, c.Host, c.Shared = slices.Clone(n.Up), slices.Clone(n.Down), slices.Clone(n.Host), slices.Clone(n.Shared)
+	return c
 }
 
 // Replayer runs a pattern's dependency DAG through a Net with fair
@@ -148,14 +175,15 @@ func (r *Replayer) Replay(p *ten.Pattern, dag *critpath.DAG, bytes float64, net 
 	} else {
 		r.dataflow(dag, nf)
 	}
-	r.lcap = grow(r.lcap, 2*n)
-	r.lcnt = grow(r.lcnt, 2*n)
+	r.lcap = grow(r.lcap, 3*n)
+	r.lcnt = grow(r.lcnt, 3*n)
 	clear(r.lcnt)
-	r.lstart = grow(r.lstart, 2*n)
-	r.lend = grow(r.lend, 2*n)
+	r.lstart = grow(r.lstart, 3*n)
+	r.lend = grow(r.lend, 3*n)
 	r.done, r.doneAt = r.done[:0], r.doneAt[:0]
 	for f := 0; f < nf; f++ {
-		b := p.Flows[f].Fraction * bytes
+		fl := &p.Flows[f]
+		b := fl.Fraction * bytes * net.hostFactor(fl.Src, fl.Dst)
 		if scale != nil {
 			b *= scale[f]
 		}
@@ -288,6 +316,7 @@ func (r *Replayer) run(p *ten.Pattern, net *Net, fct []float64) float64 {
 // unfrozen flows, which then use up capacity on their other link.
 func (r *Replayer) share(p *ten.Pattern, net *Net) {
 	n := int32(p.Ranks)
+	shared := net.Shared != nil
 	r.touch = r.touch[:0]
 	for _, f := range r.active {
 		fl := &p.Flows[f]
@@ -296,6 +325,17 @@ func (r *Replayer) share(p *ten.Pattern, net *Net) {
 				r.touch = append(r.touch, l)
 			}
 			r.lcnt[l]++
+		}
+		if shared {
+			for _, l := range hostLinks(fl, n, net.Shared) {
+				if l < 0 {
+					continue
+				}
+				if r.lcnt[l] == 0 {
+					r.touch = append(r.touch, l)
+				}
+				r.lcnt[l]++
+			}
 		}
 	}
 	off := int32(0)
@@ -311,13 +351,24 @@ func (r *Replayer) share(p *ten.Pattern, net *Net) {
 			r.lflows[r.lend[l]] = f
 			r.lend[l]++
 		}
+		if shared {
+			for _, l := range hostLinks(fl, n, net.Shared) {
+				if l >= 0 {
+					r.lflows[r.lend[l]] = f
+					r.lend[l]++
+				}
+			}
+		}
 		r.rate[f] = -1
 	}
 	competing := func(l int32) float64 {
-		if l < n {
+		switch {
+		case l < n:
 			return net.Up[l]
+		case l < 2*n:
+			return net.Down[l-n]
 		}
-		return net.Down[l-n]
+		return net.Shared[l-2*n]
 	}
 	// A link's fair share only grows as flows freeze elsewhere (a flow
 	// frozen at the smallest share frees at least its fair part), so a heap
@@ -349,6 +400,14 @@ func (r *Replayer) share(p *ten.Pattern, net *Net) {
 				r.lcap[o] -= cur
 				r.lcnt[o]--
 			}
+			if shared {
+				for _, o := range hostLinks(fl, n, net.Shared) {
+					if o >= 0 {
+						r.lcap[o] -= cur
+						r.lcnt[o]--
+					}
+				}
+			}
 		}
 		r.lcnt[l] = 0
 	}
@@ -356,6 +415,19 @@ func (r *Replayer) share(p *ten.Pattern, net *Net) {
 	for _, l := range r.touch {
 		r.lcnt[l] = 0
 	}
+}
+
+// hostLinks are the host links flow fl passes through, each end's whose
+// Shared count is above zero (-1: none; a flow to itself passes once).
+func hostLinks(fl *ten.Flow, n int32, shared []float64) [2]int32 {
+	ls := [2]int32{-1, -1}
+	if shared[fl.Src] > 0 {
+		ls[0] = 2*n + fl.Src
+	}
+	if fl.Dst != fl.Src && shared[fl.Dst] > 0 {
+		ls[1] = 2*n + fl.Dst
+	}
+	return ls
 }
 
 // stepped indexes every rank's flows by step for the stepped executor.

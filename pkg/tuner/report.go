@@ -30,10 +30,14 @@ type Report struct {
 	// Misfit: the links miss the flows' means by more than the tuner's
 	// calibration tolerance, as a busy CPU makes them: loads may then be
 	// the hosts', not the network's.
-	Misfit  bool       `json:"misfit"`
-	Links   []LinkLoad `json:"links"`
-	Pairs   []PairLoad `json:"pairs"`
-	Changes []Change   `json:"changes"`
+	Misfit bool `json:"misfit"`
+	// SlowHosts are the ranks slow themselves, both ways alike, rather
+	// than congested (links.Model.SlowHosts); their links are not in
+	// Links.
+	SlowHosts []HostLoad `json:"slow_hosts"`
+	Links     []LinkLoad `json:"links"`
+	Pairs     []PairLoad `json:"pairs"`
+	Changes   []Change   `json:"changes"`
 }
 
 // Times summarises one batch's collective times, in seconds.
@@ -72,6 +76,24 @@ type LinkLoad struct {
 	SE            float64   `json:"se"`
 	Significant   bool      `json:"significant"`
 	AmbiguousWith []LinkRef `json:"ambiguous_with"`
+}
+
+// HostLoad is a slow host (links.SlowHost), of Kind "slow" (a slow NIC or
+// bus: its flows carry as if Factor times their bytes) or "busy" (a CPU
+// its sends and receives share with Busy competing flows); Send and
+// Receive are what its sends and its receives take against the links
+// without it. Up and Down are the competing counts the tuner's judge
+// still sees on its links.
+type HostLoad struct {
+	Rank    int     `json:"rank"`
+	Kind    string  `json:"kind"`
+	Factor  float64 `json:"factor"`
+	SE      float64 `json:"se"`
+	Send    float64 `json:"send"`
+	Receive float64 `json:"receive"`
+	Busy    float64 `json:"busy"`
+	Up      float64 `json:"up"`
+	Down    float64 `json:"down"`
 }
 
 // PairLoad is a (src, dst) pair that stands out of its noise (links.Pair):
@@ -143,7 +165,7 @@ func (t *Tuner) record(d *Decision) {
 // be told apart from; call it when asked, not every epoch.
 func (t *Tuner) Report() Report {
 	r := Report{Model: t.cfg.Model, Op: t.cur.Op.String(), Algo: t.cur.Algo, Ranks: t.cur.Ranks, Bytes: t.bytes,
-		Epoch: t.last, Version: t.version, Links: []LinkLoad{}, Pairs: []PairLoad{}, Changes: slices.Clone(t.changes)}
+		Epoch: t.last, Version: t.version, SlowHosts: []HostLoad{}, Links: []LinkLoad{}, Pairs: []PairLoad{}, Changes: slices.Clone(t.changes)}
 	if t.times != nil {
 		tm := *t.times
 		r.Time = &tm
@@ -163,8 +185,14 @@ func (t *reactLoop) report(r *Report) {
 		return
 	}
 	r.Noise, r.RMS, r.Misfit = f.Noise, f.RMS, f.RMS > calibrationTolerance
+	slow := map[int]bool{}
+	for _, h := range t.links.SlowHosts() {
+		r.SlowHosts = append(r.SlowHosts, HostLoad{Rank: h.Rank, Kind: h.Kind, Factor: h.Factor, SE: h.SE, Send: h.Send, Receive: h.Receive, Busy: h.Busy,
+			Up: h.Up, Down: h.Down})
+		slow[h.Rank] = true
+	}
 	add := func(rank int, down bool, k, se float64) {
-		if k < 0.01 {
+		if k < 0.01 || slow[rank] {
 			return
 		}
 		if math.IsInf(se, 0) || math.IsNaN(se) { // the loss is flat along this count

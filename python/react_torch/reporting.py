@@ -7,8 +7,10 @@ from typing import Any, Dict, List, Optional
 
 
 class KeyReport:
-    """One collective key's tuner: the links its link model gives competing
-    flows (most first; each with the links it cannot be told apart from),
+    """One collective key's tuner: the ranks slow themselves (slow_hosts:
+    a busy CPU, a slow NIC; their links are not in links), the links its
+    link model gives competing flows (most first; each with the links it
+    cannot be told apart from),
     the pairs that stand out, the last batch's collective time, and every
     change it made. Versions are the group's (stats()'s). On a
     hierarchical group the pattern runs over hosts: a link's "rank" is a
@@ -23,6 +25,7 @@ class KeyReport:
         self.model, self.epoch, self.version = r["model"], r["epoch"], r["version"] + base
         self.time: Optional[Dict[str, float]] = r["time"]
         self.noise, self.rms, self.misfit = r["noise"], r["rms"], r["misfit"]
+        self.slow_hosts: List[Dict[str, Any]] = r["slow_hosts"]
         self.links: List[Dict[str, Any]] = r["links"]
         self.pairs: List[Dict[str, Any]] = r["pairs"]
         self.changes: List[Dict[str, Any]] = [{**c, "from": c["from"] + base, "to": c["to"] + base} for c in r["changes"]]
@@ -33,6 +36,9 @@ class KeyReport:
             out.append(f"  collective time: mean {self.time['mean'] * 1e3:.3f} ms, p95 {self.time['p95'] * 1e3:.3f} ms (last {self.time['epochs']} epochs)")
         if self.misfit:
             out.append(f"  the links miss the flows by {self.rms:.2f} (log): a busy CPU slows flows too, a load may be a host's")
+        for h in self.slow_hosts:
+            how = f"busy, sharing its sends and receives with {h['busy']:.1f} competing flows" if h["kind"] == "busy" else "slow"
+            out.append(f"  {_node(h['rank'], self.hosts)} is slow itself, not its links ({how}): its sends take x{h['send']:.2f}, its receives x{h['receive']:.2f}")
         for ln in self.links:
             s = f"  {_link(ln, self.hosts)}: {ln['competing']:.2f} ± {ln['se']:.2f} competing flows ({'congested' if ln['significant'] else 'not significant'})"
             if ln.get("ambiguous_with"):

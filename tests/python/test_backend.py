@@ -46,6 +46,16 @@ def test_report_names_the_congested_link_on_every_rank():
         assert rc == 0 and "OK reported" in out, err[-3000:]
 
 
+def test_report_names_a_starved_rank_a_slow_host():
+    """No congestion; a thread spins in rank 2's interpreter, so every
+    message it sends or receives waits its turn: the report names rank 2 a
+    slow host, not a congested link."""
+    res = launch(4, "starved", env={"STARVED_RANK": "2", "REACT_LAG": "2"})
+    for rc, out, err in res:
+        assert rc == 0 and "OK starved" in out, err[-3000:]
+    assert any("seen=True" in out for _, out, _ in res), res[0][1]
+
+
 def test_sixteen_ranks_switch():
     """16 ranks, the link model's tuner: every rank's FCTs reach the leader
     in the exchange's MAX reduction, the slow rank is found, and every rank

@@ -205,6 +205,45 @@ def reported():
     print(f"OK reported first={first} worst_s={worst:.5f}\n{rep}", flush=True)
 
 
+def starved():
+    """A CPU-starved rank and no congestion: on rank STARVED_RANK a thread
+    spins in Python, so every message the rank sends or receives waits its
+    turn for the interpreter. Each batch's report reads the epochs held
+    afresh through noise of 0.8 (log) a flow, and names the rank a slow
+    host in most batches: the first that names a host names that rank,
+    and not its links. Every rank runs until one has seen it (up to 150
+    epochs), the same collectives on all."""
+    rank, n, gloo = init()
+    slow = int(os.environ["STARVED_RANK"])
+    if rank == slow:
+        import threading
+
+        def spin():
+            while True:
+                pass
+
+        threading.Thread(target=spin, daemon=True).start()
+    rep, seen = None, None
+    for it in range(150):
+        x = data(rank, 4096, torch.int64, it)
+        dist.all_reduce(x)
+        rep = react_torch.report() or rep
+        if seen is None and rep is not None and len(rep.keys) == 1 and rep.keys[0].slow_hosts:
+            seen = rep
+        done = torch.tensor([seen is not None], dtype=torch.int32)
+        dist.all_reduce(done, op=dist.ReduceOp.MAX, group=gloo)
+        if done.item():
+            break
+    if seen is not None:
+        k = seen.keys[0]
+        assert [h["rank"] for h in k.slow_hosts] == [slow], str(seen)
+        assert f"rank {slow} is slow itself" in str(seen), str(seen)
+        assert not any(ln["rank"] == slow for ln in k.links), str(seen)
+    dist.barrier()
+    dist.destroy_process_group()
+    print(f"OK starved epochs={it + 1} seen={seen is not None}\n{seen or rep}", flush=True)
+
+
 def hostswitch():
     """Hosts with several ranks (REACT_HOST_ID): the slow rank's host is
     congested for every rail; the group's one tuner switches the pattern
