@@ -97,7 +97,7 @@ func writeReportText(w io.Writer, r *tuner.Report) error {
 		}
 		for i, h := range r.SlowHosts {
 			if i == 0 {
-				fmt.Fprintln(w, "slow hosts (slow themselves, both ways, not their links congested):")
+				fmt.Fprintln(w, "slow hosts (slow themselves, both ways alike, rather than their links congested):")
 			}
 			busy := ""
 			if h.Kind == "busy" {
@@ -114,7 +114,10 @@ func writeReportText(w io.Writer, r *tuner.Report) error {
 				fmt.Fprintln(w, "links with competing flows, most first:")
 			}
 			what := "not significant"
-			if l.Significant {
+			switch {
+			case l.Host:
+				what = fmt.Sprintf("read as rank %d slow itself", l.Rank)
+			case l.Significant:
 				what = "congested"
 			}
 			fmt.Fprintf(w, "  %-20s %7.2f ± %.2f competing flows  %s", l.LinkRef.String(), l.Competing, l.SE, what)

@@ -62,8 +62,8 @@ func TestReportLogs(t *testing.T) {
 				t.Errorf("slow hosts %+v, want rank %d", r.SlowHosts, tc.slow)
 			}
 			for _, l := range r.Links {
-				if l.Rank == tc.slow {
-					t.Errorf("the slow host's %s listed as a loaded link", l.LinkRef)
+				if l.Host != (l.Rank == tc.slow) {
+					t.Errorf("%s marked as a slow host's load: %v, want %v", l.LinkRef, l.Host, l.Rank == tc.slow)
 				}
 			}
 			if len(r.Changes) != tc.changes {

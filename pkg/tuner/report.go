@@ -31,9 +31,9 @@ type Report struct {
 	// calibration tolerance, as a busy CPU makes them: loads may then be
 	// the hosts', not the network's.
 	Misfit bool `json:"misfit"`
-	// SlowHosts are the ranks slow themselves, both ways alike, rather
-	// than congested (links.Model.SlowHosts); their links are not in
-	// Links.
+	// SlowHosts are the ranks slow themselves rather than congested
+	// (links.Model.SlowHosts); their links' loads stay in Links, marked
+	// Host.
 	SlowHosts []HostLoad `json:"slow_hosts"`
 	Links     []LinkLoad `json:"links"`
 	Pairs     []PairLoad `json:"pairs"`
@@ -76,6 +76,11 @@ type LinkLoad struct {
 	SE            float64   `json:"se"`
 	Significant   bool      `json:"significant"`
 	AmbiguousWith []LinkRef `json:"ambiguous_with"`
+	// Host: its rank is a slow host (SlowHosts), and the load is read as
+	// the rank's own slowness, not competing flows; the tuner still acts
+	// on the count (a congested downlink that delays the acknowledgements
+	// of the rank's sends reads alike: docs/tuner.md).
+	Host bool `json:"host"`
 }
 
 // HostLoad is a slow host (links.SlowHost), of Kind "slow" (a slow NIC or
@@ -192,13 +197,13 @@ func (t *reactLoop) report(r *Report) {
 		slow[h.Rank] = true
 	}
 	add := func(rank int, down bool, k, se float64) {
-		if k < 0.01 || slow[rank] {
+		if k < 0.01 {
 			return
 		}
 		if math.IsInf(se, 0) || math.IsNaN(se) { // the loss is flat along this count
 			se = -1
 		}
-		r.Links = append(r.Links, LinkLoad{LinkRef: linkRef(links.Link{Rank: rank, Down: down}), Competing: k, SE: se, Significant: links.Significant(k, se)})
+		r.Links = append(r.Links, LinkLoad{LinkRef: linkRef(links.Link{Rank: rank, Down: down}), Competing: k, SE: se, Significant: links.Significant(k, se), Host: slow[rank]})
 	}
 	for rank := range f.Net.Up {
 		add(rank, false, f.Net.Up[rank], f.UpSE[rank])

@@ -8,9 +8,9 @@ from typing import Any, Dict, List, Optional
 
 class KeyReport:
     """One collective key's tuner: the ranks slow themselves (slow_hosts:
-    a busy CPU, a slow NIC; their links are not in links), the links its
-    link model gives competing flows (most first; each with the links it
-    cannot be told apart from),
+    a busy CPU, a slow NIC; their links' loads are marked "host"), the
+    links its link model gives competing flows (most first; each with the
+    links it cannot be told apart from),
     the pairs that stand out, the last batch's collective time, and every
     change it made. Versions are the group's (stats()'s). On a
     hierarchical group the pattern runs over hosts: a link's "rank" is a
@@ -40,7 +40,8 @@ class KeyReport:
             how = f"busy, sharing its sends and receives with {h['busy']:.1f} competing flows" if h["kind"] == "busy" else "slow"
             out.append(f"  {_node(h['rank'], self.hosts)} is slow itself, not its links ({how}): its sends take x{h['send']:.2f}, its receives x{h['receive']:.2f}")
         for ln in self.links:
-            s = f"  {_link(ln, self.hosts)}: {ln['competing']:.2f} ± {ln['se']:.2f} competing flows ({'congested' if ln['significant'] else 'not significant'})"
+            what = f"read as {_node(ln['rank'], self.hosts)} slow itself" if ln.get("host") else "congested" if ln["significant"] else "not significant"
+            s = f"  {_link(ln, self.hosts)}: {ln['competing']:.2f} ± {ln['se']:.2f} competing flows ({what})"
             if ln.get("ambiguous_with"):
                 s += " or " + ", ".join(_link(o, self.hosts) for o in ln["ambiguous_with"]) + " (the flows seen cannot tell them apart)"
             out.append(s)
