@@ -18,6 +18,11 @@
 // of the fit, and only counts and pairs that stand out of the measured
 // noise are used (Significant), so that noise predicts no gain.
 //
+// A rank slow itself (a busy CPU, a slow NIC) reads as counts on both its
+// links; on request the model reads such ranks again as hosts (hosts.go),
+// for a report: the judge goes on with the counts, as congestion into a
+// host that delays its sends' acknowledgements reads alike.
+//
 // The model knows no topology and runs no simulator; it is fitted by
 // coordinate descent against replays of the patterns it observed. One model
 // serves a process group: links belong to hosts, not to collectives, so the
