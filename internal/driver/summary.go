@@ -59,7 +59,8 @@ func changeTo(r *tuner.Report, v int) *tuner.Change {
 }
 
 // cause names what a change moves flows away from: the most loaded
-// significant link (and the links it cannot be told apart from), else the
+// significant link (and the links it cannot be told apart from, or its
+// rank when the report reads it as a slow host), else the
 // slowest pair that stands out, else the flows the paper's detection
 // classed as congested.
 func cause(r *tuner.Report, dec *tuner.Decision) string {
@@ -68,6 +69,9 @@ func cause(r *tuner.Report, dec *tuner.Decision) string {
 			continue
 		}
 		s := fmt.Sprintf("moving flows off %s (~%.1f competing flows)", l.LinkRef.String(), l.Competing)
+		if l.Host {
+			s = fmt.Sprintf("moving flows off %s (~%.1f competing flows, or rank %d slow itself: the flows seen read it slow both ways)", l.LinkRef.String(), l.Competing, l.Rank)
+		}
 		if len(l.AmbiguousWith) > 0 {
 			names := make([]string, len(l.AmbiguousWith))
 			for i, o := range l.AmbiguousWith {
