@@ -33,19 +33,7 @@ func TestAmbiguous(t *testing.T) {
 			} else {
 				truth.Up[tc.slow.Rank] = 3
 			}
-			m, err := links.NewModel(8, 60, 6, false)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for e, fct := range synth(t, tc.p, truth, 20e6, 0.05, 12, 3) {
-				if err := m.Observe(0, e, tc.p, 20e6, fct); err != nil {
-					t.Fatal(err)
-				}
-			}
-			fit, err := m.Refit()
-			if err != nil {
-				t.Fatal(err)
-			}
+			m, fit := fitted(t, tc.p, truth, 0.05, 3)
 			count := func(l links.Link) float64 {
 				if l.Down {
 					return fit.Net.Down[l.Rank]

@@ -44,19 +44,7 @@ func TestSlowHostsToldFromCongestion(t *testing.T) {
 					truth.Shared[r] = k
 				}
 			}
-			m, err := links.NewModel(8, 60, 6, false)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for e, fct := range synth(t, tc.p, truth, 20e6, 0.05, 12, 3) {
-				if err := m.Observe(0, e, tc.p, 20e6, fct); err != nil {
-					t.Fatal(err)
-				}
-			}
-			fit, err := m.Refit()
-			if err != nil {
-				t.Fatal(err)
-			}
+			m, fit := fitted(t, tc.p, truth, 0.05, 3)
 			got := map[int]links.SlowHost{}
 			for _, h := range m.SlowHosts() {
 				got[h.Rank] = h

@@ -28,6 +28,26 @@ func synth(t *testing.T, p *ten.Pattern, net *links.Net, bytes, sigma float64, e
 	return out
 }
 
+// fitted is an 8-rank model fitted to 12 epochs of p's 20 MB FCTs under
+// truth (synth's noise sigma, seed).
+func fitted(t *testing.T, p *ten.Pattern, truth *links.Net, sigma float64, seed uint64) (*links.Model, links.Fit) {
+	t.Helper()
+	m, err := links.NewModel(8, 60, 6, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for e, fct := range synth(t, p, truth, 20e6, sigma, 12, seed) {
+		if err := m.Observe(0, e, p, 20e6, fct); err != nil {
+			t.Fatal(err)
+		}
+	}
+	fit, err := m.Refit()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m, fit
+}
+
 func TestFitRecoversCompetingCounts(t *testing.T) {
 	tree, _ := pattern.Generate(ten.AllReduce, "tree", 8, -1)
 	ring, _ := pattern.Generate(ten.AllReduce, "ring", 8, -1)
@@ -52,19 +72,7 @@ func TestFitRecoversCompetingCounts(t *testing.T) {
 			for r, k := range tc.down {
 				truth.Down[r] = k
 			}
-			m, err := links.NewModel(8, 60, 6, false)
-			if err != nil {
-				t.Fatal(err)
-			}
-			for e, fct := range synth(t, tc.p, truth, 20e6, tc.sigma, 12, 7) {
-				if err := m.Observe(0, e, tc.p, 20e6, fct); err != nil {
-					t.Fatal(err)
-				}
-			}
-			fit, err := m.Refit()
-			if err != nil {
-				t.Fatal(err)
-			}
+			m, fit := fitted(t, tc.p, truth, tc.sigma, 7)
 			if math.Abs(fit.Net.C/truth.C-1) > 0.05 {
 				t.Errorf("C = %.4g, want %.4g", fit.Net.C, truth.C)
 			}
