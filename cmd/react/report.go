@@ -103,8 +103,7 @@ func writeReportText(w io.Writer, r *tuner.Report) error {
 			if h.Kind == "busy" {
 				busy = fmt.Sprintf(", busy: its sends and receives share it with %.1f competing flows", h.Busy)
 			}
-			fmt.Fprintf(w, "  rank %-4d %s x%.2f ± %.2f: sends x%.2f, receives x%.2f%s (the judge reads %.2f competing flows up, %.2f down)\n",
-				h.Rank, h.Kind, h.Factor, h.SE, h.Send, h.Receive, busy, h.Up, h.Down)
+			fmt.Fprintf(w, "  rank %-4d %s x%.2f ± %.2f: sends x%.2f, receives x%.2f%s\n", h.Rank, h.Kind, h.Factor, h.SE, h.Send, h.Receive, busy)
 		}
 		if len(r.Links) == 0 {
 			fmt.Fprintln(w, "no link carries competing flows")

@@ -22,9 +22,6 @@ type SlowHost struct {
 	SE            float64 // of Factor
 	Send, Receive float64
 	Busy          float64
-	// Up and Down are the competing counts the fit puts on its links
-	// instead, which the tuner's judge still sees.
-	Up, Down float64
 }
 
 // hostRounds bounds the descent of a reading's other counts: those its
@@ -42,12 +39,11 @@ const maxHostChecks = 8
 // fitted afresh with the counts of the ranks the host's flows go to and
 // come from (which made up for the fit's miss of it), the line rate and
 // the latency, and the better one is named where it explains the held
-// epochs better than the counts by chi2One95 noise variances and its
-// slowness stands out of its own uncertainty, its sends and receives
-// slowed alike (alike). Concurrency tells them
-// apart: a congested link slows a rank's two concurrent flows less than
-// twice its one, a slow host twice, and a busy host's sends slow its
-// receives. Where they explain the epochs alike the links stand: they are
+// epochs better than the counts by chi2One95 noise variances, its
+// slowness stands out of its own uncertainty and its sends and receives
+// are slowed alike. Concurrency tells them apart: a congested link slows
+// a rank's two concurrent flows less than twice its one, a slow host
+// twice, and a busy host's sends slow its receives. Where they explain the epochs alike the links stand: they are
 // what the tuner acts on. The fit and the judge are left as they are. nil
 // before a fit or where no rank reads as a host.
 func (m *Model) SlowHosts() []SlowHost {
@@ -81,7 +77,6 @@ func (m *Model) SlowHosts() []SlowHost {
 		type reading struct {
 			net  Net
 			loss float64
-			se   float64 // of the slowness as a factor
 			kind int
 		}
 		// the busy reading must explain more by a noise variance: where
@@ -90,13 +85,12 @@ func (m *Model) SlowHosts() []SlowHost {
 		for _, kind := range []int{readSlow, readBusy} {
 			net = was.clone()
 			if l := m.readHost(&net, r, kind); l < best.loss-v {
-				best = reading{net.clone(), l, 0, kind}
+				best = reading{net.clone(), l, kind}
 			}
 		}
 		net = best.net
-		best.se = m.hostSE(&net, r, best.kind, best.loss, v)
 		h := m.hostLoad(&net, r)
-		h.SE, h.Up, h.Down = best.se, m.fit.Net.Up[r], m.fit.Net.Down[r]
+		h.SE = m.hostSE(&net, r, best.kind, best.loss, v, h.Factor)
 		if best.loss < cur-chi2One95*v && h.Factor-1 > 4*h.SE && h.Factor >= 1.2 && alike(h.Send, h.Receive) {
 			out = append(out, h)
 			cur = best.loss
@@ -141,7 +135,7 @@ func (m *Model) flowsHeld() int {
 	return f
 }
 
-// readHost reads rank r of net one way (readSlowDown...): its counts go,
+// readHost reads rank r of net one way (readSlow, readBusy): its counts go,
 // and those of the ranks its flows go to or come from, which made up for
 // the fit's miss of r (a descent from them stops on their hill); the
 // reading's main parameter is line-searched, the line rate and those
@@ -209,13 +203,13 @@ func (m *Model) hostParams(net *Net, r, kind int, k float64) [2]hostParam {
 
 // hostSE is the standard error of reading kind's slowness of rank r in
 // net (at loss cur), as a factor: its main parameter's, scaled for a busy
-// host by the factor its count makes.
-func (m *Model) hostSE(net *Net, r, kind int, cur, v float64) float64 {
+// host by the factor its count makes (hostLoad's).
+func (m *Model) hostSE(net *Net, r, kind int, cur, v, factor float64) float64 {
 	main := m.hostParams(net, r, kind, 0)[0]
 	x := *main.p
 	se := m.stdErr(net, main.p, cur, v, main.h)
 	if kind == readBusy && x > 0 {
-		se *= (m.hostLoad(net, r).Factor - 1) / x
+		se *= (factor - 1) / x
 	}
 	return se
 }

@@ -87,8 +87,7 @@ type LinkLoad struct {
 // bus: its flows carry as if Factor times their bytes) or "busy" (a CPU
 // its sends and receives share with Busy competing flows); Send and
 // Receive are what its sends and its receives take against the links
-// without it. Up and Down are the competing counts the tuner's judge
-// still sees on its links.
+// without it. Its links' loads are in Links, marked Host.
 type HostLoad struct {
 	Rank    int     `json:"rank"`
 	Kind    string  `json:"kind"`
@@ -97,8 +96,6 @@ type HostLoad struct {
 	Send    float64 `json:"send"`
 	Receive float64 `json:"receive"`
 	Busy    float64 `json:"busy"`
-	Up      float64 `json:"up"`
-	Down    float64 `json:"down"`
 }
 
 // PairLoad is a (src, dst) pair that stands out of its noise (links.Pair):
@@ -192,8 +189,7 @@ func (t *reactLoop) report(r *Report) {
 	r.Noise, r.RMS, r.Misfit = f.Noise, f.RMS, f.RMS > calibrationTolerance
 	slow := map[int]bool{}
 	for _, h := range t.links.SlowHosts() {
-		r.SlowHosts = append(r.SlowHosts, HostLoad{Rank: h.Rank, Kind: h.Kind, Factor: h.Factor, SE: h.SE, Send: h.Send, Receive: h.Receive, Busy: h.Busy,
-			Up: h.Up, Down: h.Down})
+		r.SlowHosts = append(r.SlowHosts, HostLoad{Rank: h.Rank, Kind: h.Kind, Factor: h.Factor, SE: h.SE, Send: h.Send, Receive: h.Receive, Busy: h.Busy})
 		slow[h.Rank] = true
 	}
 	add := func(rank int, down bool, k, se float64) {
