@@ -313,7 +313,7 @@ func (r *Replayer) run(p *ten.Pattern, net *Net, fct []float64) float64 {
 // share sets the max-min fair rate of every active flow by progressive
 // filling: the link with the smallest fair share (capacity left over
 // unfrozen pattern flows plus its competing flows) fixes the rate of its
-// unfrozen flows, which then use up capacity on their other link.
+// unfrozen flows, which then use up capacity on their other links.
 func (r *Replayer) share(p *ten.Pattern, net *Net) {
 	n := int32(p.Ranks)
 	shared := net.Shared != nil
