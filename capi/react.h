@@ -141,6 +141,20 @@ int react_pattern_generate(const char* op, const char* algo, int ranks, int root
 int react_pattern_layout(const uint8_t* pattern, size_t plen,
                          uint8_t* buf, size_t cap, size_t* len);
 
+/* One rank's execution plan of a pattern for a call of numel elements of
+ * itemsize bytes, its messages cut into segments of about segment_bytes
+ * (0: one segment a message). The pattern is checked first, as by
+ * react_pattern_layout, with its status codes; REACT_E_ARG for rank out of
+ * range, numel < 0, itemsize <= 0 or segment_bytes < 0.
+ * The plan is the msgpack map "react.plan/v1" (docs/abi.md): the messages
+ * the rank sends and receives in step order (flows of one step between one
+ * pair of ranks travel as one), the element ranges of the working buffer
+ * each carries, the receives each send waits for, and the order in which
+ * receives may be applied. An executor runs it as it is.
+ * Output by the buffer protocol. */
+int react_pattern_plan(const uint8_t* pattern, size_t plen, int rank, int64_t numel,
+                       int itemsize, int64_t segment_bytes, uint8_t* buf, size_t cap, size_t* len);
+
 /* ---- Tuners ------------------------------------------------------------ */
 
 /* The tuner's settings, so that a caller sets them without copying their

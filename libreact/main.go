@@ -31,6 +31,7 @@ import (
 	"github.com/react-torch/react-torch/internal/logging"
 	"github.com/react-torch/react-torch/pkg/critpath"
 	"github.com/react-torch/react-torch/pkg/pattern"
+	"github.com/react-torch/react-torch/pkg/plan"
 	"github.com/react-torch/react-torch/pkg/semantics"
 	"github.com/react-torch/react-torch/pkg/ten"
 	"github.com/react-torch/react-torch/pkg/tuner"
@@ -181,6 +182,37 @@ func react_go_pattern_layout(pat *C.uint8_t, plen C.size_t, buf *C.uint8_t, cap 
 	enc, err := wire.EncodeLayout(ly, critpath.New(p), p.Ranks)
 	if err != nil {
 		return fail(C.REACT_E_PANIC, "react_pattern_layout: %v", err)
+	}
+	return out(enc, buf, cap, n)
+}
+
+//export react_go_pattern_plan
+func react_go_pattern_plan(pat *C.uint8_t, plen C.size_t, rank C.int, numel C.int64_t, itemsize C.int, segBytes C.int64_t,
+	buf *C.uint8_t, cap C.size_t, n *C.size_t) (st C.int) {
+	defer guard(&st)
+	const who = "react_pattern_plan"
+	if n == nil {
+		return fail(C.REACT_E_ARG, "%s: len must not be NULL", who)
+	}
+	p, st := decodePattern(who, pat, plen)
+	if st != C.REACT_OK {
+		return st
+	}
+	if int(rank) < 0 || int(rank) >= p.Ranks || numel < 0 || itemsize <= 0 || segBytes < 0 {
+		return fail(C.REACT_E_ARG, "%s: rank %d (of %d), numel %d, itemsize %d, segment_bytes %d: want 0 <= rank < ranks, numel >= 0, itemsize > 0, segment_bytes >= 0",
+			who, int(rank), p.Ranks, int64(numel), int(itemsize), int64(segBytes))
+	}
+	ly, err := semantics.NewLayout(p)
+	if err != nil {
+		return fail(C.REACT_E_PANIC, "%s: checked pattern has no layout: %v", who, err)
+	}
+	pl, err := plan.New(p, ly, critpath.New(p), int(rank), int64(numel), int(itemsize), int(segBytes))
+	if err != nil {
+		return fail(C.REACT_E_PANIC, "%s: %v", who, err)
+	}
+	enc, err := wire.EncodePlan(pl)
+	if err != nil {
+		return fail(C.REACT_E_PANIC, "%s: %v", who, err)
 	}
 	return out(enc, buf, cap, n)
 }

@@ -26,6 +26,7 @@ SAME_TYPE(react_go_abi_version, int (*)(void));
 SAME_TYPE(react_go_init, int (*)(int, char*, int));
 SAME_TYPE(react_go_pattern_generate, int (*)(char*, char*, int, int, uint8_t*, size_t, size_t*));
 SAME_TYPE(react_go_pattern_layout, int (*)(uint8_t*, size_t, uint8_t*, size_t, size_t*));
+SAME_TYPE(react_go_pattern_plan, int (*)(uint8_t*, size_t, int, int64_t, int, int64_t, uint8_t*, size_t, size_t*));
 SAME_TYPE(react_go_tuner_settings, int (*)(uint8_t*, size_t, size_t*));
 SAME_TYPE(react_go_tuner_create, int (*)(uint8_t*, size_t, double, char*, uint64_t*));
 SAME_TYPE(react_go_tuner_close, int (*)(uint64_t));
@@ -103,6 +104,12 @@ int react_pattern_generate(const char* op, const char* algo, int ranks, int root
 int react_pattern_layout(const uint8_t* pattern, size_t plen, uint8_t* buf, size_t cap, size_t* len) {
     GUARD();
     return react_go_pattern_layout((uint8_t*)pattern, plen, buf, cap, len);
+}
+
+int react_pattern_plan(const uint8_t* pattern, size_t plen, int rank, int64_t numel,
+                       int itemsize, int64_t segment_bytes, uint8_t* buf, size_t cap, size_t* len) {
+    GUARD();
+    return react_go_pattern_plan((uint8_t*)pattern, plen, rank, numel, itemsize, segment_bytes, buf, cap, len);
 }
 
 int react_tuner_settings(uint8_t* buf, size_t cap, size_t* len) {

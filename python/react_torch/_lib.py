@@ -62,6 +62,7 @@ def _declare(lib: ctypes.CDLL) -> None:
         "react_last_error": ([c.c_char_p, c.c_size_t], c.c_int),
         "react_pattern_generate": ([c.c_char_p, c.c_char_p, c.c_int, c.c_int, u8p, c.c_size_t, sizep], c.c_int),
         "react_pattern_layout": ([u8p, c.c_size_t, u8p, c.c_size_t, sizep], c.c_int),
+        "react_pattern_plan": ([u8p, c.c_size_t, c.c_int, c.c_int64, c.c_int, c.c_int64, u8p, c.c_size_t, sizep], c.c_int),
         "react_tuner_settings": ([u8p, c.c_size_t, sizep], c.c_int),
         "react_tuner_create": ([u8p, c.c_size_t, c.c_double, c.c_char_p, c.POINTER(c.c_uint64)], c.c_int),
         "react_tuner_close": ([c.c_uint64], c.c_int),
@@ -153,6 +154,14 @@ def pattern_layout(data: bytes) -> bytes:
     lb = lib()
     src, ln = _buf(data)
     return _sized(lambda b, c, n: lb.react_pattern_layout(src, ln, b, c, n), "pattern layout", guess=ln + 4096)
+
+
+def pattern_plan(data: bytes, rank: int, numel: int, itemsize: int, segment_bytes: int) -> bytes:
+    """One rank's execution plan of a pattern (react.plan/v1)."""
+    lb = lib()
+    src, ln = _buf(data)
+    return _sized(lambda b, c, n: lb.react_pattern_plan(src, ln, rank, numel, itemsize, segment_bytes, b, c, n),
+                  f"plan of rank {rank}", guess=4 * ln + 4096)
 
 
 def tuner_settings() -> list:

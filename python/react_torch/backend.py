@@ -290,17 +290,17 @@ class ReactBackend(Collectives, Delegated, route.BASE):
         t0 = time.perf_counter()
         fct, entry = {}, None
         if work is not None:
-            pk = (id(st.pattern), rank, numel)
+            pk = (id(st.pattern), rank, numel, work.element_size())
             pl = self._plans.get(pk)
             if pl is None:
-                pl = plan(st.pattern, rank, numel)
+                pl = plan(st.pattern, rank, numel, work.element_size(), self.cfg.segment_bytes)
                 self._plans[pk] = pl
             if rail is None and self._ledger is not None:
                 self._ledger.peers = pl.peers
             inner = rail.pg(t) if rail is not None else self._inner(t)
             ex = self._executors.get(id(inner))
             if ex is None:
-                ex = self._executors[id(inner)] = Executor(inner, rank, size, self.cfg.segment_bytes, peers, self._hold_s())
+                ex = self._executors[id(inner)] = Executor(inner, rank, size, peers, self._hold_s())
             entered = time.perf_counter()
             if work.device.type != "cuda":  # CUDA's step records need no entries
                 entry = (rank, entered)

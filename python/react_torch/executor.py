@@ -2,12 +2,13 @@
 pattern's point-to-point flows on an inner process group, and records when
 every flow this rank receives arrived.
 
-The flows of one (step, src, dst) travel as one message (one buffer, in flow
-order on both sides); a message larger than one segment travels as several.
+It runs the rank's plan as libreact computed it (pattern.plan, pkg/plan):
+the flows of one (step, src, dst) travel as one message (the plan's ranges of
+the working buffer end to end), a message larger than one segment as several.
 
 CPU (Gloo): a dataflow (_Dataflow). A message is sent, segment by segment, as
 soon as the segments it carries have arrived and been applied at this rank
-(the layout's preds: Go's dependency rule, the one the simulator and the
+(the plan's deps: Go's dependency rule, the one the simulator and the
 link model's replay follow), so a tree or a ring streams as Gloo's own do
 and no flow waits for a step's slowest flow. A flow's record is its arrival:
 when its message's last segment arrived, in seconds from the moment this
@@ -38,19 +39,15 @@ import torch
 import torch.distributed as dist
 
 from .ops import AVG, BAND, BOR, BXOR, MAX, MIN, PRODUCT, SUM
-from .pattern import COPY, REDUCE, TAG_STEPS, Message, Pattern, Plan
+from .pattern import REDUCE, Message, Pattern, Plan
 
 
-SEGMENT_BYTES = 1 << 20  # a message is cut into segments of about this size
-MAX_SEGMENTS = 64  # and at most this many
-
-
-def tag(salt: int, m: Message, segment: int) -> int:
+def tag(pl: Plan, salt: int, m: Message, segment: int) -> int:
     """A segment's Gloo tag: the call's salt (agree.Ledger: a hash of the
     call's signature, so a message of another call never matches), the
-    message's step modulo TAG_STEPS, the segment. Below 2^30, where the
-    call check's and the kill's tags are."""
-    return (salt * TAG_STEPS + m.tag) * MAX_SEGMENTS + segment
+    message's tag (its step modulo the plan's tag_steps), the segment.
+    Below 2^30, where the call check's and the kill's tags are."""
+    return (salt * pl.tag_steps + m.tag) * pl.max_segments + segment
 
 # A CPU run returns its FCTs; a CUDA run a callable that waits for the GPU
 # and returns the FCTs and the collective's GPU time.
@@ -86,13 +83,6 @@ def combine(acc: torch.Tensor, x: torch.Tensor, name: str) -> None:
         torch.minimum(acc, x, out=acc)
     else:
         torch.maximum(acc, x, out=acc)
-
-
-def _segments(n: int, itemsize: int, seg_bytes: int = SEGMENT_BYTES) -> List[Tuple[int, int]]:
-    """Cuts n elements into contiguous segments of about seg_bytes (0: one)."""
-    k = max(1, min(MAX_SEGMENTS, (n * itemsize) // seg_bytes)) if seg_bytes > 0 else 1
-    bounds = [n * i // k for i in range(k + 1)]
-    return [(bounds[i], bounds[i + 1]) for i in range(k) if bounds[i + 1] > bounds[i]]
 
 
 class _Recv:
@@ -134,80 +124,6 @@ class _Recv:
                 break
 
 
-def _ranges(p: Pattern, pl: Plan, flows: List[int]) -> List[Tuple[int, int]]:
-    """The element ranges of the working buffer that flows carry, in order."""
-    if p.op == "allgather":
-        m = pl.block
-        return [(int(b) * m, (int(b) + 1) * m) for f in flows for b in p.blocks[p.blocks_start[f] : p.blocks_start[f + 1]]]
-    return [(int(pl.chunk_lo[p.chunk[f]]), int(pl.chunk_hi[p.chunk[f]])) for f in flows]
-
-
-def _kinds(p: Pattern, m: Message, nparts: int) -> List[int]:
-    """Per part of a message: REDUCE or COPY."""
-    if p.op == "allgather":
-        return [COPY] * nparts
-    return [int(x) for x in p.kind[m.flows]]
-
-
-def _meet(a: List[Tuple[int, int]], b: List[Tuple[int, int]]) -> bool:
-    return any(x0 < y1 and y0 < x1 for x0, x1 in a for y0, y1 in b)
-
-
-class _Layout:
-    """What every call of one plan does, whatever its buffer: the element
-    ranges of its messages, the order constraints among them, where each
-    receive lands and its segments. Made once per (plan, element size,
-    segment size); a call then only slices its buffer."""
-
-    def __init__(self, p: Pattern, pl: Plan, item: int, seg_bytes: int):
-        self.sr = [_ranges(p, pl, m.flows) for m in pl.sends]
-        self.rr = [_ranges(p, pl, m.flows) for m in pl.recvs]
-        sspan = [[r for r in x if r[1] > r[0]] for x in self.sr]
-        rspan = [[r for r in x if r[1] > r[0]] for x in self.rr]
-        ns, nr = len(pl.sends), len(pl.recvs)
-        # per receive: the receive before it on the same elements, and the
-        # sends of its step or earlier that read them
-        self.after = [-1] * nr
-        self.war: List[List[int]] = [[] for _ in range(nr)]
-        for j in range(nr):
-            for k in range(j - 1, -1, -1):
-                if _meet(rspan[j], rspan[k]):
-                    self.after[j] = k
-                    break
-            self.war[j] = [i for i, m in enumerate(pl.sends) if m.step <= pl.recvs[j].step and _meet(sspan[i], rspan[j])]
-        self.kinds: List[List[int]] = []
-        self.size: List[int] = []
-        self.direct: List[bool] = []
-        self.offset: List[int] = []  # into the scratch buffer
-        self.rsegs: List[List[Tuple[int, int]]] = []
-        self.need = 0
-        for j, m in enumerate(pl.recvs):
-            kinds = _kinds(p, m, len(self.rr[j]))
-            n = sum(hi - lo for lo, hi in self.rr[j])
-            # into place where what else touches its elements is over before
-            # it can arrive (its data was built from it), and nothing after
-            direct = (len(self.rr[j]) == 1 and kinds[0] == COPY and all(i in pl.before_s[j] for i in self.war[j])
-                      and all(k in pl.before_r[j] for k in range(j) if _meet(rspan[j], rspan[k]))
-                      and not any(_meet(rspan[j], rspan[k]) for k in range(j + 1, nr)))
-            self.kinds.append(kinds)
-            self.size.append(n)
-            self.direct.append(direct)
-            self.offset.append(self.need)
-            self.rsegs.append(_segments(n, item, seg_bytes) if n else [])
-            self.need += 0 if direct or n == 0 else n
-        self.ssegs = [_segments(n, item, seg_bytes) if n else [] for n in (sum(hi - lo for lo, hi in r) for r in self.sr)]
-        # per send and receive it waits for: whether it carries exactly that
-        # receive's elements in the same segments (then it streams)
-        self.aligned = [[self.size[j] > 0 and rspan[j] == sspan[i] and self.rsegs[j] == self.ssegs[i] for j in pl.deps[i]] for i in range(ns)]
-        self.per_peer: Dict[int, List[int]] = {}  # sends by peer, in step order
-        for i, m in enumerate(pl.sends):
-            self.per_peer.setdefault(m.dst, []).append(i)
-        self.by_peer: Dict[int, List[int]] = {}  # receives of elements by peer, in step order
-        for j, m in enumerate(pl.recvs):
-            if self.size[j]:
-                self.by_peer.setdefault(m.src, []).append(j)
-
-
 class _Dataflow:
     """One CPU call run as a dataflow. Every receive is posted at the start
     (into place where nothing else reads or writes its elements first, else
@@ -230,26 +146,24 @@ class _Dataflow:
         self.what = f"{p.op} of {work.numel()} {str(work.dtype).replace('torch.', '')} ({p.algo} pattern)"
 
     def run(self, t0: float) -> Dict[int, float]:
-        ex, p, pl, work = self.ex, self.p, self.pl, self.work
-        L = ex._layout(p, pl, work.element_size())
-        after, war, deps = L.after, L.war, pl.deps
+        ex, pl, work = self.ex, self.pl, self.work
         ns, nr = len(pl.sends), len(pl.recvs)
         fct: Dict[int, float] = {}
         recvs: List[Optional[_Recv]] = []
-        scratch = ex._scratch(L.need, work) if L.need else None
+        scratch = ex._scratch(pl.need, work) if pl.need else None
         # post every receive, in step order
-        for j, m in enumerate(pl.recvs):
-            n = L.size[j]
+        for m in pl.recvs:
+            n = m.size
             if n == 0:
                 for f in m.flows:
                     fct[f] = 1e-9
                 recvs.append(None)
                 continue
-            into = [work[lo:hi] for lo, hi in L.rr[j]]
-            buf = into[0] if L.direct[j] else scratch[L.offset[j] : L.offset[j] + n]
-            r = _Recv(m, None if L.direct[j] else buf, into, L.kinds[j], L.rsegs[j], self.what, ex.peer(m.src))
+            into = [work[lo:hi] for lo, hi in m.ranges]
+            buf = into[0] if m.direct else scratch[m.offset : m.offset + n]
+            r = _Recv(m, None if m.direct else buf, into, m.kinds, m.segs, self.what, ex.peer(m.src))
             for i, (a, b) in enumerate(r.segs):
-                r.works.append(ex.pg.recv([buf[a:b]], m.src, tag(self.salt, m, i)))
+                r.works.append(ex.pg.recv([buf[a:b]], m.src, tag(pl, self.salt, m, i)))
             recvs.append(r)
         # Each segment is applied, and what it unblocks sent, by the thread
         # that saw it arrive, under the call's lock: no hand-off to another
@@ -257,7 +171,7 @@ class _Dataflow:
         # for its messages, else a pool thread for each peer's (a Gloo
         # receive completes only in wait(), and a peer's messages arrive in
         # the order it sends them).
-        by_peer = [[(j, recvs[j]) for j in js] for js in L.by_peer.values()]
+        by_peer = [[(j, recvs[j]) for j in js] for js in pl.by_peer.values()]
         lock = threading.Lock()
         finished = threading.Event()
         errors: List[BaseException] = []
@@ -270,13 +184,14 @@ class _Dataflow:
         full = [r is None for r in recvs]
         # sends: their buffers, segments, what each segment waits for
         sbuf: List[Optional[torch.Tensor]] = [None] * ns
-        ssegs, aligned, per_peer = L.ssegs, L.aligned, L.per_peer
+        per_peer = pl.per_peer
         sent = [0] * ns  # segments issued
         works: List[List] = [[] for _ in range(ns)]
         peer_next: Dict[int, int] = {}  # per peer: the next send (index) it may take, in step order
 
         def ready(i: int, seg: int) -> bool:
-            for ok, j in zip(aligned[i], deps[i]):
+            m = pl.sends[i]
+            for ok, j in zip(m.aligned, m.deps):
                 if not (applied[j] > seg if ok else full[j]):
                     return False
             return True
@@ -287,21 +202,21 @@ class _Dataflow:
                 while k < len(order):
                     i = order[k]
                     m = pl.sends[i]
-                    while sent[i] < len(ssegs[i]) and ready(i, sent[i]):
+                    while sent[i] < len(m.segs) and ready(i, sent[i]):
                         if sbuf[i] is None:
-                            rs = L.sr[i]
+                            rs = m.ranges
                             sbuf[i] = work[rs[0][0] : rs[0][1]] if len(rs) == 1 else torch.cat([work[lo:hi] for lo, hi in rs])
-                        a, b = ssegs[i][sent[i]]
-                        works[i].append(ex.pg.send([sbuf[i][a:b]], m.dst, tag(self.salt, m, sent[i])))
+                        a, b = m.segs[sent[i]]
+                        works[i].append(ex.pg.send([sbuf[i][a:b]], m.dst, tag(pl, self.salt, m, sent[i])))
                         sent[i] += 1
-                    if sent[i] < len(ssegs[i]):
+                    if sent[i] < len(m.segs):
                         break
                     k += 1
                 peer_next[peer] = k
 
         def wait_sends(idx: List[int]) -> None:
             for i in idx:
-                if sent[i] < len(ssegs[i]):
+                if sent[i] < len(pl.sends[i].segs):
                     raise RuntimeError(f"react_torch: {self.what}: send {i} of step {pl.sends[i].step} not issued before a later receive "
                                        f"overwrites its elements (please report)")
                 for w in works[i]:
@@ -318,10 +233,11 @@ class _Dataflow:
                 for j, r in enumerate(recvs):
                     if r is None or full[j] or applied[j] >= arrived[j]:
                         continue
-                    if after[j] >= 0 and not full[after[j]]:
+                    m = r.msg
+                    if m.after >= 0 and not full[m.after]:
                         continue
-                    if applied[j] == 0 and war[j]:
-                        wait_sends(war[j])
+                    if applied[j] == 0 and m.war:
+                        wait_sends(m.war)
                     r.apply(applied[j], self.reduce)
                     applied[j] += 1
                     if applied[j] == done[j]:
@@ -365,7 +281,7 @@ class _Dataflow:
             raise errors[0]
         issue()
         for i in range(ns):
-            if sent[i] < len(ssegs[i]):
+            if sent[i] < len(pl.sends[i].segs):
                 raise RuntimeError(f"react_torch: {self.what}: send of step {pl.sends[i].step} never became ready (please report)")
         wait_sends(list(range(ns)))
         return fct
@@ -388,16 +304,13 @@ def _segment_events(rs: List[Tuple[int, "_Recv"]], hold_s: float = 0.0):
 class Executor:
     """Runs plans on one inner group. Not safe for concurrent calls."""
 
-    def __init__(self, pg: dist.ProcessGroup, rank: int, size: int, segment_bytes: int = SEGMENT_BYTES,
-                 global_ranks: Optional[List[int]] = None, hold_s: float = 0.0):
+    def __init__(self, pg: dist.ProcessGroup, rank: int, size: int, global_ranks: Optional[List[int]] = None, hold_s: float = 0.0):
         self.pg, self.rank, self.size = pg, rank, size
         self.hold_s = hold_s  # test hook (REACT_TEST_SLOW_RANK): every message into this rank arrives this much later
-        self.segment_bytes = segment_bytes
         self.global_ranks = global_ranks
         self._threads: Optional[ThreadPoolExecutor] = None
         self._width = 0
         self._arena: Dict[tuple, torch.Tensor] = {}
-        self._layouts: Dict[Tuple[int, int], Tuple[Plan, _Layout]] = {}
 
     def _pool(self, waiters: int = 8) -> ThreadPoolExecutor:
         """Threads enough for every peer's receives of a call to be waited
@@ -427,13 +340,6 @@ class Executor:
             self._arena[key] = a
         return a
 
-    def _layout(self, p: Pattern, pl: Plan, item: int) -> _Layout:
-        k = (id(pl), item)
-        got = self._layouts.get(k)
-        if got is None or got[0] is not pl:
-            got = self._layouts[k] = (pl, _Layout(p, pl, item, self.segment_bytes))
-        return got[1]
-
     def _copy(self, work: torch.Tensor) -> torch.Tensor:
         """work's elements in a reused buffer (on CUDA a fresh one: the
         caching allocator reuses memory itself)."""
@@ -442,9 +348,6 @@ class Executor:
         out = self._scratch(work.numel(), work, "copy")[: work.numel()]
         out.copy_(work)
         return out
-
-    def _parts(self, p: Pattern, pl: Plan, flows: List[int], work: torch.Tensor) -> List[torch.Tensor]:
-        return [work[lo:hi] for lo, hi in _ranges(p, pl, flows)]
 
     def peer(self, r: int) -> str:
         """A peer as errors name it: its group rank, and its global rank
@@ -464,10 +367,10 @@ class Executor:
         if keep and pl.recvs:
             work = self._copy(work)
         if work.device.type == "cuda":
-            return self._run_cuda(p, pl, work, reduce)
+            return self._run_cuda(pl, work, reduce)
         return _Dataflow(self, p, pl, work, reduce, salt).run(time.perf_counter() if t0 is None else t0)
 
-    def _run_cuda(self, p: Pattern, pl: Plan, work: torch.Tensor, reduce: str) -> FCT:
+    def _run_cuda(self, pl: Plan, work: torch.Tensor, reduce: str) -> FCT:
         dev = work.device
         stream = torch.cuda.current_stream(dev)
         timed: List[Tuple[List[int], torch.cuda.Event, torch.cuda.Event]] = []
@@ -479,14 +382,14 @@ class Executor:
             inbox = []
             self.pg._start_coalescing(dev)
             for m in sends:
-                parts = self._parts(p, pl, m.flows, work)
+                parts = [work[lo:hi] for lo, hi in m.ranges]
                 if sum(x.numel() for x in parts) == 0:
                     continue
                 buf = parts[0] if len(parts) == 1 else torch.cat(parts)
                 inbox.append((None, buf, None))  # alive until the batch has run
                 self.pg.send([buf], m.dst, 0)
             for m in recvs:
-                parts = self._parts(p, pl, m.flows, work)
+                parts = [work[lo:hi] for lo, hi in m.ranges]
                 n = sum(x.numel() for x in parts)
                 if n == 0:
                     continue
@@ -501,7 +404,7 @@ class Executor:
             for m, buf, parts in inbox:
                 if m is None:
                     continue
-                r = _Recv(m, buf, parts, _kinds(p, m, len(parts)), [(0, buf.numel())])
+                r = _Recv(m, buf, parts, m.kinds, [(0, buf.numel())])
                 r.apply(0, reduce)
 
         def read() -> Tuple[Dict[int, float], float]:

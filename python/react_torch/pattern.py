@@ -1,9 +1,8 @@
 """Patterns as the Go core produced them (the msgpack form of pkg/wire), and
-each rank's execution plan.
+each rank's execution plan as libreact computed it (pkg/plan).
 
-Python holds no copy of Go's logic: the flows come from libreact, and the
-blocks an allgather flow carries and the owner of a reducescatter chunk come
-from its layout call.
+Python holds no copy of Go's logic: the flows, the messages, the element
+ranges they carry and the order they run in all come from libreact.
 """
 
 from __future__ import annotations
@@ -13,6 +12,8 @@ from typing import Dict, List, Optional, Tuple
 
 import msgpack
 import numpy as np
+
+from . import _lib
 
 REDUCE, COPY = 1, 2
 
@@ -34,13 +35,6 @@ class Pattern:
     kind: np.ndarray
     fraction: np.ndarray
     raw: bytes
-    # layout (from libreact): per flow the blocks it carries (allgather), per chunk its owner (reducescatter),
-    # per flow the flows it waits for (preds[pred_start[f]:pred_start[f+1]], Go's dependency rule)
-    blocks_start: Optional[np.ndarray] = None
-    blocks: Optional[np.ndarray] = None
-    owner: Optional[np.ndarray] = None
-    pred_start: Optional[np.ndarray] = None
-    preds: Optional[np.ndarray] = None
     exchange_row: int = 0  # values of one epoch in the control plane's exchange (pkg/wire/exchange.go)
 
     @property
@@ -58,128 +52,82 @@ class Pattern:
         p = cls(op=m["op"], algo=m["algo"], ranks=int(m["ranks"]), root=int(m["root"]), chunk=_col(f["chunk"]), step=_col(f["step"]),
                 src=_col(f["src"]), dst=_col(f["dst"]), kind=_col(f["kind"]), fraction=_col(f["fraction"]), raw=raw)
         if layout is not None:
-            ly = msgpack.unpackb(layout, raw=False)
-            p.blocks_start, p.blocks, p.owner = _col(ly["start"]), _col(ly["blocks"]), _col(ly["owner"])
-            p.pred_start, p.preds = _col(ly["pred_start"]), _col(ly["preds"])
-            p.exchange_row = int(ly["exchange_row"])
+            p.exchange_row = int(msgpack.unpackb(layout, raw=False)["exchange_row"])
         return p
 
 
-TAG_STEPS = 16
-
-
-@dataclasses.dataclass
+@dataclasses.dataclass(eq=False)
 class Message:
-    """Flows of one step between one pair of ranks, sent as one buffer."""
+    """Flows of one step between one pair of ranks, sent as one buffer: the
+    working buffer's ranges end to end (pkg/plan.Message)."""
 
     step: int
     src: int
     dst: int
-    # the step modulo TAG_STEPS: the same on both sides, and unique among the
-    # messages of a pair that can be in flight at once (one a step, and both
-    # sides post theirs in step order; Gloo matches a tag's in order)
-    tag: int
+    tag: int  # the step modulo the plan's tag_steps
     flows: List[int]
+    ranges: List[Tuple[int, int]] = dataclasses.field(default_factory=list)
+    kinds: List[int] = dataclasses.field(default_factory=list)  # per range: REDUCE or COPY
+    size: int = 0
+    segs: List[Tuple[int, int]] = dataclasses.field(default_factory=list)
+    # a send: the receives it waits for, and per dep whether it streams along it segment by segment
+    deps: List[int] = dataclasses.field(default_factory=list)
+    aligned: List[bool] = dataclasses.field(default_factory=list)
+    # a receive: the receive before it on its elements (-1), the sends it is applied after,
+    # whether it lands in place, else its offset in scratch
+    after: int = -1
+    war: List[int] = dataclasses.field(default_factory=list)
+    direct: bool = False
+    offset: int = 0
 
 
-@dataclasses.dataclass
+@dataclasses.dataclass(eq=False)
 class Plan:
-    """One rank's view of a pattern for a given element count."""
+    """One rank's plan of a pattern for an element count, element size and
+    segment size, as libreact computed it (pkg/plan; react.plan/v1)."""
 
-    steps: List[Tuple[List[Message], List[Message]]]  # per step: (sends, recvs)
-    # the dataflow view: every message this rank sends and receives, in step
-    # order, and per send the receives (indexes into recvs) it waits for
-    sends: List[Message]
+    sends: List[Message]  # in step order
     recvs: List[Message]
-    deps: List[List[int]]
-    # per receive: this rank's sends and receives whose data it was built
-    # from (its flows' ancestors under the preds): they are over before it
-    # can arrive, so it may land in their elements
-    before_s: List[set]
-    before_r: List[set]
-    # element range of each chunk in the working buffer (all ops but allgather)
-    chunk_lo: np.ndarray
-    chunk_hi: np.ndarray
-    block: int  # elements per block (allgather, reducescatter)
-    peers: List[int]  # the ranks this rank exchanges with, in any step
+    need: int  # scratch elements
+    peers: List[int]
+    tag_steps: int
+    max_segments: int
+    per_peer: Dict[int, List[int]] = dataclasses.field(default_factory=dict)  # sends by peer, in step order
+    by_peer: Dict[int, List[int]] = dataclasses.field(default_factory=dict)  # receives of elements by peer, in step order
+
+    @property
+    def steps(self) -> List[Tuple[List[Message], List[Message]]]:
+        """Per step: (sends, recvs)."""
+        n = max([m.step for m in self.sends + self.recvs], default=0)
+        out: List[Tuple[List[Message], List[Message]]] = [([], []) for _ in range(n)]
+        for m in self.sends:
+            out[m.step - 1][0].append(m)
+        for m in self.recvs:
+            out[m.step - 1][1].append(m)
+        return out
 
 
-def chunk_bounds(p: Pattern, numel: int) -> Tuple[np.ndarray, np.ndarray]:
-    """Element ranges of the chunks: contiguous, in chunk order, sized by share.
-
-    For reducescatter the working buffer is the N blocks of the input and the
-    chunks a rank owns tile its own block, in chunk order.
-    """
-    nc = p.nchunks
-    share = np.zeros(nc)
-    for c in range(nc):
-        idx = np.nonzero(p.chunk == c)[0]
-        share[c] = p.fraction[idx[0]] if len(idx) else 0.0
-    lo, hi = np.zeros(nc, dtype=np.int64), np.zeros(nc, dtype=np.int64)
-    if p.op == "reducescatter":
-        block = numel // p.ranks
-        for r in range(p.ranks):
-            mine = [c for c in range(nc) if p.owner[c] == r]
-            tot = share[mine].sum()
-            acc = 0.0
-            for c in mine:
-                lo[c] = r * block + int(round(acc / tot * block))
-                acc += share[c]
-                hi[c] = r * block + int(round(acc / tot * block))
-        return lo, hi
-    cum = np.concatenate([[0.0], np.cumsum(share)])
-    cum /= cum[-1]
-    bounds = np.rint(cum * numel).astype(np.int64)
-    return bounds[:-1], bounds[1:]
+def _pairs(x: List[int]) -> List[Tuple[int, int]]:
+    return list(zip(x[0::2], x[1::2]))
 
 
-def plan(p: Pattern, rank: int, numel: int) -> Plan:
-    groups: Dict[Tuple[int, int, int], Message] = {}
-    order: List[Message] = []
-    for i in range(p.nflows):
-        s, a, b = int(p.step[i]), int(p.src[i]), int(p.dst[i])
-        if a != rank and b != rank:
-            continue
-        key = (s, a, b)
-        m = groups.get(key)
-        if m is None:
-            m = Message(step=s, src=a, dst=b, tag=s % TAG_STEPS, flows=[])
-            groups[key] = m
-            order.append(m)
-        m.flows.append(i)
-    nsteps = int(p.step.max()) if p.nflows else 0
-    steps: List[Tuple[List[Message], List[Message]]] = [([], []) for _ in range(nsteps)]
-    for m in order:
-        (steps[m.step - 1][0] if m.src == rank else steps[m.step - 1][1]).append(m)
-    sends = [m for st in steps for m in st[0]]
-    recvs = [m for st in steps for m in st[1]]
-    into = {f: j for j, m in enumerate(recvs) for f in m.flows}
-    if p.preds is None:
-        raise ValueError("react_torch: the pattern came without its layout's dependencies (pred_start, preds)")
-    deps = [sorted({into[int(g)] for f in m.flows for g in p.preds[p.pred_start[f] : p.pred_start[f + 1]]}) for m in sends]
-    out_of = {f: i for i, m in enumerate(sends) for f in m.flows}
-    before_s: List[set] = []
-    before_r: List[set] = []
-    for m in recvs:
-        seen, todo, bs, br = set(m.flows), list(m.flows), set(), set()
-        while todo:
-            f = todo.pop()
-            for g in p.preds[p.pred_start[f] : p.pred_start[f + 1]]:
-                g = int(g)
-                if g not in seen:
-                    seen.add(g)
-                    todo.append(g)
-                    if g in out_of:
-                        bs.add(out_of[g])
-                    if g in into:
-                        br.add(into[g])
-        before_s.append(bs)
-        before_r.append(br)
-    lo, hi = (np.zeros(0, dtype=np.int64),) * 2
-    block = 0
-    if p.op in ("allgather", "reducescatter"):
-        block = numel // p.ranks
-    if p.op != "allgather":
-        lo, hi = chunk_bounds(p, numel)
-    peers = sorted({m.dst if m.src == rank else m.src for m in order})
-    return Plan(steps=steps, sends=sends, recvs=recvs, deps=deps, before_s=before_s, before_r=before_r, chunk_lo=lo, chunk_hi=hi, block=block, peers=peers)
+def _message(d: dict) -> Message:
+    m = Message(step=d["step"], src=d["src"], dst=d["dst"], tag=d["tag"], flows=d["flows"], ranges=_pairs(d["ranges"]),
+                kinds=d["kinds"], size=d["size"], segs=_pairs(d["segs"]))
+    if "deps" in d:
+        m.deps, m.aligned = d["deps"], d["aligned"]
+    else:
+        m.after, m.war, m.direct, m.offset = d["after"], d["war"], d["direct"], d["offset"]
+    return m
+
+
+def plan(p: Pattern, rank: int, numel: int, itemsize: int, segment_bytes: int) -> Plan:
+    d = msgpack.unpackb(_lib.pattern_plan(p.raw, rank, numel, itemsize, segment_bytes), raw=False)
+    pl = Plan(sends=[_message(m) for m in d["sends"]], recvs=[_message(m) for m in d["recvs"]], need=d["need"], peers=d["peers"],
+              tag_steps=d["tag_steps"], max_segments=d["max_segments"])
+    for i, m in enumerate(pl.sends):
+        pl.per_peer.setdefault(m.dst, []).append(i)
+    for j, m in enumerate(pl.recvs):
+        if m.size:
+            pl.by_peer.setdefault(m.src, []).append(j)
+    return pl

@@ -207,6 +207,28 @@ static void test_layout(void) {
     free(p);
 }
 
+static void test_plan(void) {
+    size_t len, need = 0, got = 0;
+    uint8_t* p = generate("allreduce", "ring", 4, -1, &len);
+    CHECK(p != NULL, "ring allreduce");
+    if (!p) return;
+    EXPECT(react_pattern_plan(p, len, 1, 1000, 4, 1024, NULL, 0, &need), REACT_E_SHORT, "needed");
+    uint8_t* pl = malloc(need);
+    EXPECT(react_pattern_plan(p, len, 1, 1000, 4, 1024, pl, need, &got), REACT_OK, "");
+    CHECK(got == need && got > 16 && pl[0] == 0x89, "plan: %zu bytes (first 0x%02x), want %zu, a map of 9", got, pl[0], need);
+    int named = 0;
+    for (size_t i = 0; i + 13 <= got; i++) named |= memcmp(pl + i, "react.plan/v1", 13) == 0;
+    CHECK(named, "plan names its format");
+    EXPECT(react_pattern_plan(p, len, 4, 1000, 4, 0, pl, need, &got), REACT_E_ARG, "rank 4 (of 4)");
+    EXPECT(react_pattern_plan(p, len, 0, -1, 4, 0, pl, need, &got), REACT_E_ARG, "numel -1");
+    EXPECT(react_pattern_plan(p, len, 0, 10, 0, 0, pl, need, &got), REACT_E_ARG, "itemsize 0");
+    EXPECT(react_pattern_plan(p, len, 0, 10, 4, -1, pl, need, &got), REACT_E_ARG, "segment_bytes -1");
+    EXPECT(react_pattern_plan(p, len, 0, 10, 4, 0, pl, need, NULL), REACT_E_ARG, "len must not be NULL");
+    EXPECT(react_pattern_plan(NULL, 0, 0, 10, 4, 0, pl, need, &got), REACT_E_ARG, "NULL");
+    free(pl);
+    free(p);
+}
+
 /* ---- tuners through submit ----------------------------------------------- */
 
 static void test_handles_unknown(void) {
@@ -527,6 +549,7 @@ int main(int argc, char** argv) {
     test_patterns();
     test_limits();
     test_layout();
+    test_plan();
     test_handles_unknown();
     test_settings();
     test_tuner();

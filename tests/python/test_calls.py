@@ -9,8 +9,8 @@ import random
 import pytest
 import torch.distributed as dist
 
-from react_torch import agree, executor
-from react_torch.pattern import TAG_STEPS, Message
+from react_torch import _lib, agree, executor
+from react_torch.pattern import Message, Pattern, plan
 
 
 def test_tags_fit_gloo_and_are_distinct():
@@ -20,11 +20,13 @@ def test_tags_fit_gloo_and_are_distinct():
     seen = set()
     rng = random.Random(1)
     salts = [0, 1, top, top - 1] + [rng.randrange(top) for _ in range(50)]
-    for s, step, seg in itertools.product(salts, range(TAG_STEPS), range(executor.MAX_SEGMENTS)):
-        t = executor.tag(s, Message(step=step, src=0, dst=1, tag=step % TAG_STEPS, flows=[]), seg)
+    raw = _lib.generate_pattern("allreduce", "ring", 2, -1)
+    pl = plan(Pattern.decode(raw, _lib.pattern_layout(raw)), 0, 8, 4, 0)  # the tag constants come from libreact's plan
+    for s, step, seg in itertools.product(salts, range(pl.tag_steps), range(pl.max_segments)):
+        t = executor.tag(pl, s, Message(step=step, src=0, dst=1, tag=step % pl.tag_steps, flows=[]), seg)
         assert 0 <= t < agree.CHECK_TAG
         seen.add(t)
-    assert len(seen) == len(salts) * TAG_STEPS * executor.MAX_SEGMENTS
+    assert len(seen) == len(salts) * pl.tag_steps * pl.max_segments
 
 
 def test_every_field_of_a_call_changes_its_salt():
