@@ -214,6 +214,51 @@ int react_tuner_decision(uint64_t h, int64_t* version, int64_t* effective_epoch,
  * epochs per loaded link. */
 int react_tuner_report(uint64_t h, uint8_t* buf, size_t cap, size_t* len);
 
+/* ---- A group leader's tuners -------------------------------------------
+ * The leader of a group that exchanges FCTs as rows of float64 (one row per
+ * epoch of every key: its flows' arrivals, the elapsed time, one entry per
+ * rank; NaN where no rank gave one; docs/abi.md) hands each exchange here
+ * whole; libreact cuts it into every key's epochs, feeds each key's tuner
+ * runs of consecutive epochs of one version, writes the FCT logs and keeps
+ * the decisions, in the group's version numbering. Calls on one handle run
+ * one at a time. */
+
+/* A leader with no keys. */
+int react_leader_create(uint64_t* handle);
+
+/* Adds key (any int the caller names it by) whose epochs ran the checked
+ * pattern as version so far. config_json: the tuner's settings as for
+ * react_tuner_create, "label" and "key" (a JSON value naming the key in
+ * reports). log_path: the key's FCT log, created ("" or NULL: none).
+ * REACT_E_ARG for a key added twice or a log that cannot be created. */
+int react_leader_key(uint64_t h, int key, const uint8_t* pattern, size_t plen, int version,
+                     double message_bytes, const char* config_json, const char* log_path);
+
+/* One exchange. layout: the item count, then per item its key and record
+ * count, then per record its epoch and version; values: the records' rows
+ * end to end. An epoch with a flow missing (NaN) is left out. The layout is
+ * checked whole first (REACT_E_INVALID names what does not fit, and no
+ * tuner took anything); a tuner's refusal is REACT_E_INVALID too. */
+int react_leader_exchange(uint64_t h, const int64_t* layout, size_t nlayout,
+                          const double* values, size_t nvalues);
+
+/* What the tuners decided since the last call: a msgpack array of
+ * [key, version, effective_epoch, pattern (bin)], possibly empty. Output by
+ * the buffer protocol; decisions that did not fit are kept for the retry. */
+int react_leader_decisions(uint64_t h, uint8_t* buf, size_t cap, size_t* len);
+
+/* Drops key's tuner (its pattern was refused): its next run starts a new
+ * one from the pattern that run ran. */
+int react_leader_reset(uint64_t h, int key);
+
+/* Every tuned key's report as one JSON object {"exchange", "keys": [{"key",
+ * "base" (the group's version of the tuner's version 0), "report"}]};
+ * the same bytes again for the same exchange. Output by the buffer protocol. */
+int react_leader_report(uint64_t h, int64_t exchange, uint8_t* buf, size_t cap, size_t* len);
+
+/* Ends every tuner, closes the logs and the handle. */
+int react_leader_close(uint64_t h);
+
 #ifdef __cplusplus
 }
 #endif

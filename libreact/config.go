@@ -15,33 +15,44 @@ import (
 	"github.com/react-torch/react-torch/pkg/tuner"
 )
 
+// parsed is a config_json as read.
+type parsed struct {
+	tuner tuner.Config
+	label string          // for the logs
+	key   json.RawMessage // the key as reports name it (leader keys), or nil
+}
+
 // parseConfig reads config_json: tuner settings by tuner.Config's JSON
-// names over DefaultConfig, and "label", a string for the logs.
-func parseConfig(s string) (tuner.Config, string, error) {
-	c := tuner.DefaultConfig()
+// names over DefaultConfig, "label", a string for the logs, and "key", any
+// JSON value naming the collective in reports.
+func parseConfig(s string) (parsed, error) {
+	c := parsed{tuner: tuner.DefaultConfig()}
 	trimmed := bytes.TrimLeft([]byte(s), " \t\r\n")
 	if len(trimmed) == 0 || trimmed[0] != '{' {
-		return c, "", errors.New("config_json is not a JSON object")
+		return c, errors.New("config_json is not a JSON object")
 	}
 	dec := json.NewDecoder(bytes.NewReader(trimmed))
 	var set map[string]json.RawMessage
 	if err := dec.Decode(&set); err != nil {
-		return c, "", fmt.Errorf("config_json: %w", err)
+		return c, fmt.Errorf("config_json: %w", err)
 	}
 	if _, err := dec.Token(); err != io.EOF {
-		return c, "", errors.New("config_json: data after the object")
+		return c, errors.New("config_json: data after the object")
 	}
-	var label string
 	if raw, ok := set["label"]; ok {
-		if err := json.Unmarshal(raw, &label); err != nil {
-			return c, "", fmt.Errorf("config_json: label = %s, want a string", raw)
+		if err := json.Unmarshal(raw, &c.label); err != nil {
+			return c, fmt.Errorf("config_json: label = %s, want a string", raw)
 		}
 		delete(set, "label")
 	}
-	if err := c.Override(set); err != nil {
-		return c, "", fmt.Errorf("config_json: %w", err)
+	if raw, ok := set["key"]; ok {
+		c.key = raw
+		delete(set, "key")
 	}
-	return c, label, nil
+	if err := c.tuner.Override(set); err != nil {
+		return c, fmt.Errorf("config_json: %w", err)
+	}
+	return c, nil
 }
 
 //export react_go_tuner_settings

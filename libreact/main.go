@@ -233,10 +233,11 @@ func react_go_tuner_create(buf *C.uint8_t, n C.size_t, msgBytes C.double, config
 	}
 	cfg, label := tuner.DefaultConfig(), ""
 	if config != nil {
-		var err error
-		if cfg, label, err = parseConfig(C.GoString(config)); err != nil {
+		c, err := parseConfig(C.GoString(config))
+		if err != nil {
 			return fail(C.REACT_E_INVALID, "%s: %v", who, err)
 		}
+		cfg, label = c.tuner, c.label
 	}
 	if err := cfg.Validate(); err != nil {
 		return fail(C.REACT_E_ARG, "%s: %v", who, err)

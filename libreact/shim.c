@@ -33,6 +33,13 @@ SAME_TYPE(react_go_tuner_close, int (*)(uint64_t));
 SAME_TYPE(react_go_tuner_submit, int (*)(uint64_t, uint8_t*, size_t));
 SAME_TYPE(react_go_tuner_decision, int (*)(uint64_t, int64_t*, int64_t*, uint8_t*, size_t, size_t*));
 SAME_TYPE(react_go_tuner_report, int (*)(uint64_t, uint8_t*, size_t, size_t*));
+SAME_TYPE(react_go_leader_create, int (*)(uint64_t*));
+SAME_TYPE(react_go_leader_key, int (*)(uint64_t, int, uint8_t*, size_t, int, double, char*, char*));
+SAME_TYPE(react_go_leader_exchange, int (*)(uint64_t, int64_t*, size_t, double*, size_t));
+SAME_TYPE(react_go_leader_decisions, int (*)(uint64_t, uint8_t*, size_t, size_t*));
+SAME_TYPE(react_go_leader_reset, int (*)(uint64_t, int));
+SAME_TYPE(react_go_leader_report, int (*)(uint64_t, int64_t, uint8_t*, size_t, size_t*));
+SAME_TYPE(react_go_leader_close, int (*)(uint64_t));
 
 // ---- per-thread last error ----------------------------------------------
 
@@ -142,4 +149,40 @@ int react_tuner_decision(uint64_t h, int64_t* version, int64_t* effective_epoch,
 int react_tuner_report(uint64_t h, uint8_t* buf, size_t cap, size_t* len) {
     GUARD();
     return react_go_tuner_report(h, buf, cap, len);
+}
+
+int react_leader_create(uint64_t* handle) {
+    GUARD();
+    return react_go_leader_create(handle);
+}
+
+int react_leader_key(uint64_t h, int key, const uint8_t* pattern, size_t plen, int version,
+                     double message_bytes, const char* config_json, const char* log_path) {
+    GUARD();
+    return react_go_leader_key(h, key, (uint8_t*)pattern, plen, version, message_bytes, (char*)config_json, (char*)log_path);
+}
+
+int react_leader_exchange(uint64_t h, const int64_t* layout, size_t nlayout, const double* values, size_t nvalues) {
+    GUARD();
+    return react_go_leader_exchange(h, (int64_t*)layout, nlayout, (double*)values, nvalues);
+}
+
+int react_leader_decisions(uint64_t h, uint8_t* buf, size_t cap, size_t* len) {
+    GUARD();
+    return react_go_leader_decisions(h, buf, cap, len);
+}
+
+int react_leader_reset(uint64_t h, int key) {
+    GUARD();
+    return react_go_leader_reset(h, key);
+}
+
+int react_leader_report(uint64_t h, int64_t exchange, uint8_t* buf, size_t cap, size_t* len) {
+    GUARD();
+    return react_go_leader_report(h, exchange, buf, cap, len);
+}
+
+int react_leader_close(uint64_t h) {
+    GUARD();
+    return react_go_leader_close(h);
 }

@@ -49,6 +49,7 @@ type Decided struct {
 	Version   int    // its version
 	Effective int    // first epoch every rank runs it
 	Pattern   []byte // msgpack (package wire); never modified
+	P         *ten.Pattern
 }
 
 // Driver drives one tuner. Its methods are safe for concurrent use.
@@ -272,7 +273,7 @@ func (d *Driver) decided(dec *tuner.Decision) {
 		if err != nil { // the tuner emits only checked patterns
 			panic(fmt.Sprintf("driver: tuner emitted a pattern that does not encode: %v", err))
 		}
-		out = &Decided{Version: dec.NewVersion, Effective: dec.Effective, Pattern: enc}
+		out = &Decided{Version: dec.NewVersion, Effective: dec.Effective, Pattern: enc, P: dec.Pattern}
 		fields = append(fields, zap.Int("new_version", dec.NewVersion), zap.Int("effective", dec.Effective))
 	}
 	d.log.Info("decision", fields...)

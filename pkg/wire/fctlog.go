@@ -54,12 +54,15 @@ const EpochRecord = -1
 const maxFCTLine = 1 << 20
 
 // FCTRecord is one line of an FCT log: a flow record, or an epoch record
-// when Flow is EpochRecord (then only Epoch, Version and Elapsed count).
+// when Flow is EpochRecord (then only Epoch, Version, Elapsed and Entry
+// count; Elapsed 0 is left out, and an epoch record needs one of the two).
 type FCTRecord struct {
 	Epoch, Version        int
 	Flow                  int
 	Chunk, Step, Src, Dst int
 	Bytes, FCT, Elapsed   float64
+	Arrival               bool      // FCT is an arrival: written as "arrival"
+	Entry                 []float64 // the ranks' entries (epoch record)
 }
 
 // FCTEpoch is one epoch of an FCT log.
@@ -85,11 +88,29 @@ func EncodeFCTRecord(w io.Writer, r FCTRecord) error {
 	b = append(b, `, "version": `...)
 	b = strconv.AppendInt(b, int64(r.Version), 10)
 	if r.Flow == EpochRecord {
-		if !positiveFinite(r.Elapsed) {
+		switch {
+		case r.Elapsed == 0 && len(r.Entry) == 0:
+			return fmt.Errorf("wire: fct log: epoch %d: an epoch record with neither elapsed nor entry", r.Epoch)
+		case r.Elapsed != 0 && !positiveFinite(r.Elapsed):
 			return fmt.Errorf("wire: fct log: epoch %d: elapsed %v, want a positive finite time", r.Epoch, r.Elapsed)
 		}
-		b = append(b, `, "elapsed": `...)
-		b = strconv.AppendFloat(b, r.Elapsed, 'g', -1, 64)
+		if r.Elapsed != 0 {
+			b = append(b, `, "elapsed": `...)
+			b = strconv.AppendFloat(b, r.Elapsed, 'g', -1, 64)
+		}
+		if len(r.Entry) > 0 {
+			b = append(b, `, "entry": [`...)
+			for i, v := range r.Entry {
+				if math.IsNaN(v) || math.IsInf(v, 0) {
+					return fmt.Errorf("wire: fct log: epoch %d: entry of rank %d %v, want a finite time", r.Epoch, i, v)
+				}
+				if i > 0 {
+					b = append(b, ", "...)
+				}
+				b = strconv.AppendFloat(b, v, 'g', -1, 64)
+			}
+			b = append(b, ']')
+		}
 	} else {
 		switch {
 		case r.Flow < 0:
@@ -114,7 +135,11 @@ func EncodeFCTRecord(w io.Writer, r FCTRecord) error {
 		} else {
 			b = strconv.AppendFloat(b, r.Bytes, 'g', -1, 64)
 		}
-		b = append(b, `, "fct": `...)
+		if r.Arrival {
+			b = append(b, `, "arrival": `...)
+		} else {
+			b = append(b, `, "fct": `...)
+		}
 		b = strconv.AppendFloat(b, r.FCT, 'g', -1, 64)
 	}
 	b = append(b, "}\n"...)

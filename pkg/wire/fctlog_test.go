@@ -59,6 +59,10 @@ func TestEncodeFCTRecordFormat(t *testing.T) {
 		{FCTRecord{Epoch: 12, Flow: 5, Chunk: 1, Step: 2, Src: 5, Dst: 3, Bytes: 1e6, FCT: 0.000324},
 			`{"epoch": 12, "version": 0, "flow": 5, "chunk": 1, "step": 2, "src": 5, "dst": 3, "bytes": 1000000, "fct": 0.000324}` + "\n"},
 		{FCTRecord{Epoch: 12, Flow: EpochRecord, Elapsed: 0.0013}, `{"epoch": 12, "version": 0, "elapsed": 0.0013}` + "\n"},
+		{FCTRecord{Epoch: 3, Version: 1, Flow: 2, Bytes: 8, FCT: 0.5, Arrival: true},
+			`{"epoch": 3, "version": 1, "flow": 2, "chunk": 0, "step": 0, "src": 0, "dst": 0, "bytes": 8, "arrival": 0.5}` + "\n"},
+		{FCTRecord{Epoch: 3, Version: 1, Flow: EpochRecord, Entry: []float64{0.25, 1}}, `{"epoch": 3, "version": 1, "entry": [0.25, 1]}` + "\n"},
+		{FCTRecord{Epoch: 3, Flow: EpochRecord, Elapsed: 2, Entry: []float64{0}}, `{"epoch": 3, "version": 0, "elapsed": 2, "entry": [0]}` + "\n"},
 	}
 	for _, tt := range tests {
 		var b bytes.Buffer
@@ -77,6 +81,8 @@ func TestEncodeFCTRecordFormat(t *testing.T) {
 		{Flow: 0, FCT: 1, Bytes: -1},
 		{Flow: -2, FCT: 1},
 		{Flow: EpochRecord, Elapsed: 0},
+		{Flow: EpochRecord, Elapsed: -1, Entry: []float64{0}},
+		{Flow: EpochRecord, Entry: []float64{math.NaN()}},
 	}
 	for _, r := range bad {
 		if err := EncodeFCTRecord(&bytes.Buffer{}, r); err == nil {

@@ -66,9 +66,13 @@ def _declare(lib: ctypes.CDLL) -> None:
         "react_tuner_settings": ([u8p, c.c_size_t, sizep], c.c_int),
         "react_tuner_create": ([u8p, c.c_size_t, c.c_double, c.c_char_p, c.POINTER(c.c_uint64)], c.c_int),
         "react_tuner_close": ([c.c_uint64], c.c_int),
-        "react_tuner_submit": ([c.c_uint64, u8p, c.c_size_t], c.c_int),
-        "react_tuner_decision": ([c.c_uint64, c.POINTER(c.c_int64), c.POINTER(c.c_int64), u8p, c.c_size_t, sizep], c.c_int),
-        "react_tuner_report": ([c.c_uint64, u8p, c.c_size_t, sizep], c.c_int),
+        "react_leader_create": ([c.POINTER(c.c_uint64)], c.c_int),
+        "react_leader_key": ([c.c_uint64, c.c_int, u8p, c.c_size_t, c.c_int, c.c_double, c.c_char_p, c.c_char_p], c.c_int),
+        "react_leader_exchange": ([c.c_uint64, c.POINTER(c.c_int64), c.c_size_t, c.POINTER(c.c_double), c.c_size_t], c.c_int),
+        "react_leader_decisions": ([c.c_uint64, u8p, c.c_size_t, sizep], c.c_int),
+        "react_leader_reset": ([c.c_uint64, c.c_int], c.c_int),
+        "react_leader_report": ([c.c_uint64, c.c_int64, u8p, c.c_size_t, sizep], c.c_int),
+        "react_leader_close": ([c.c_uint64], c.c_int),
     }
     for name, (args, res) in sig.items():
         fn = getattr(lib, name)  # a missing symbol is a stale library: fail loudly
@@ -173,7 +177,7 @@ def tuner_settings() -> list:
 
 
 class Tuner:
-    """A libreact tuner (leader only)."""
+    """A libreact tuner, made and closed: what checks a tuner config."""
 
     def __init__(self, pattern: bytes, message_bytes: float, config_json: str):
         h = ctypes.c_uint64(0)
@@ -181,30 +185,47 @@ class Tuner:
         _check(lib().react_tuner_create(b, n, float(message_bytes), config_json.encode(), ctypes.byref(h)), "tuner create")
         self._h = h.value
 
-    def submit(self, batch: bytes) -> None:
-        b, n = _buf(batch)
-        _check(lib().react_tuner_submit(self._h, b, n), "tuner submit")
-
-    def decision(self) -> Optional[Tuple[int, int, bytes]]:
-        lb = lib()
-        ver, eff = ctypes.c_int64(0), ctypes.c_int64(0)
-        n = ctypes.c_size_t(0)
-        rc = lb.react_tuner_decision(self._h, ctypes.byref(ver), ctypes.byref(eff), None, 0, ctypes.byref(n))
-        if rc == NONE:
-            return None
-        if rc != E_SHORT:
-            _check(rc, "tuner decision")
-        out = (ctypes.c_uint8 * max(n.value, 1))()
-        _check(lb.react_tuner_decision(self._h, ctypes.byref(ver), ctypes.byref(eff), out, n.value, ctypes.byref(n)), "tuner decision")
-        return ver.value, eff.value, bytes(out[: n.value])
-
-    def report(self) -> bytes:
-        """What the tuner knows now, JSON (pkg/tuner.Report)."""
-        lb = lib()
-        return _sized(lambda b, c, n: lb.react_tuner_report(self._h, b, c, n), "tuner report", 4096)
-
     def close(self) -> None:
         if self._h:
             lib().react_tuner_close(self._h)
             self._h = 0
 
+
+class Leader:
+    """A group leader's tuners in libreact (react_leader_*): every key's
+    epochs of an exchange go in whole; decisions and reports come out."""
+
+    def __init__(self):
+        h = ctypes.c_uint64(0)
+        _check(lib().react_leader_create(ctypes.byref(h)), "leader create")
+        self._h = h.value
+
+    def key(self, key: int, pattern: bytes, version: int, message_bytes: float, config_json: str, log_path: str = "") -> None:
+        b, n = _buf(pattern)
+        _check(lib().react_leader_key(self._h, key, b, n, version, float(message_bytes), config_json.encode(), log_path.encode()), "leader key")
+
+    def exchange(self, layout, values) -> None:
+        """layout: int64 array, values: float64 array (numpy, contiguous)."""
+        lp = layout.ctypes.data_as(ctypes.POINTER(ctypes.c_int64))
+        vp = values.ctypes.data_as(ctypes.POINTER(ctypes.c_double))
+        _check(lib().react_leader_exchange(self._h, lp, len(layout), vp, len(values)), "leader exchange")
+
+    def decisions(self) -> list:
+        """[(key, version, effective epoch, pattern bytes)]"""
+        import msgpack
+
+        lb = lib()
+        raw = _sized(lambda b, c, n: lb.react_leader_decisions(self._h, b, c, n), "leader decisions", 256)
+        return [tuple(d) for d in msgpack.unpackb(raw)]
+
+    def report(self, exchange: int) -> bytes:
+        lb = lib()
+        return _sized(lambda b, c, n: lb.react_leader_report(self._h, exchange, b, c, n), "leader report", 8192)
+
+    def reset(self, key: int) -> None:
+        _check(lib().react_leader_reset(self._h, key), "leader reset")
+
+    def close(self) -> None:
+        if self._h:
+            h, self._h = self._h, 0
+            _check(lib().react_leader_close(h), "leader close")

@@ -77,19 +77,6 @@ class KeyState:
     records: List[Tuple] = dataclasses.field(default_factory=list)
 
 
-def fct_batch(epoch0: int, version: int, fct: np.ndarray, elapsed: np.ndarray, entry: Optional[np.ndarray] = None) -> bytes:
-    """Epochs of one version as the FCT batch msgpack (react.fcts/v1,
-    pkg/wire/fctbatch.go): fct is epochs x flows of the executor's arrivals
-    (Go turns them into durations), elapsed one per epoch, entry (or None)
-    epochs x ranks of the ranks' entries on the group clock."""
-    col = lambda a: {"dtype": "<f8", "shape": list(a.shape), "data": np.ascontiguousarray(a, dtype="<f8").tobytes()}
-    m = {"format": "react.fcts/v1", "epoch0": epoch0, "version": version, "epochs": int(fct.shape[0]), "nflows": int(fct.shape[1]),
-         "fct": col(fct), "elapsed": col(elapsed), "arrival": True}
-    if entry is not None:
-        m["entry"] = col(entry)
-    return msgpack.packb(m)
-
-
 def _width(p: Pattern) -> int:
     """Values of one epoch in an exchange (pkg/wire/exchange.go owns the row)."""
     if not p.exchange_row:
@@ -111,9 +98,9 @@ class Control:
         self.q: "queue.Queue[Optional[Tuple]]" = queue.Queue()
         self.cv = threading.Condition()
         self.error: Optional[BaseException] = None
-        self.tuners: Dict[Key, Any] = {}
-        self.base: Dict[Key, int] = {}  # our version of a tuner's version 0
-        self.logs: Dict[Key, Any] = {}  # FCT log per key (leader, when asked for)
+        # leader: every key's tuner in libreact, keys numbered in the order it first saw them
+        self.leader = _lib.Leader() if rank == cfg.leader else None
+        self.ids: Dict[Key, int] = {}
         self.clock: Optional[Key] = None  # the key whose batches time the exchanges
         self.sent = 0  # exchanges handed to the control thread
         self.replied = 0  # exchanges answered
@@ -233,10 +220,8 @@ class Control:
             if self.tuner_thread.is_alive():
                 log.warning("react_torch: rank %d: the tuner thread did not stop within %.0f s", self.rank, timeout)
                 return
-        for t in self.tuners.values():
-            t.close()
-        for f in self.logs.values():
-            f.close()
+        if self.leader is not None:
+            self.leader.close()
 
     def stats(self) -> Dict[str, Any]:
         keys = list(self.keys.values())
@@ -283,16 +268,15 @@ class Control:
                 if item is None:
                     return
                 if item[0] == "reset":  # its pattern was refused: restart from the one in force
-                    t = self.tuners.pop(item[1], None)
-                    if t is not None:
-                        t.close()
+                    if item[1] in self.ids:
+                        self.leader.reset(self.ids[item[1]])
                     continue
                 _, x, items, got, want = item
                 made = self._decide_all(items, got)
                 rep = None
                 if want:
                     try:
-                        rep = self._reports(x)
+                        rep = self.leader.report(x)
                     except _lib.ReactError as exc:  # the report's failure, not the tuners'
                         log.warning("react_torch: no report for exchange %d: %s", x, exc)
                 with self.tcv:
@@ -305,14 +289,6 @@ class Control:
             with self.tcv:
                 self.tune_error = exc
                 self.tcv.notify_all()
-
-    def _reports(self, x: int) -> bytes:
-        """Every key's tuner report (pkg/tuner.Report), as one JSON object:
-        {"exchange": x, "keys": [{"key": [op, dtype, numel, root],
-        "base": the group's version of the tuner's version 0, "report":
-        ...}]}, each report as libreact wrote it. Tuner thread."""
-        keys = [f'{{"key":{json.dumps(list(key))},"base":{self.base[key]},"report":{t.report().decode()}}}' for key, t in self.tuners.items()]
-        return f'{{"exchange":{x},"keys":[{",".join(keys)}]}}'.encode()
 
     def _ready(self, x: int, items, at: float) -> Tuple[List[Tuple[int, int, int, bytes]], int, bytes]:
         """The decisions to send with exchange x: those made so far for keys
@@ -435,98 +411,25 @@ class Control:
                 self.tq.put(("reset", key))
         return out
 
-    def _log(self, key: Key):
-        """The FCT log of a key: one file per key, since react replay reads
-        one collective's epochs in order."""
-        if not self.cfg.fct_log or self.rank != self.cfg.leader:
-            return None
-        f = self.logs.get(key)
-        if f is None:
-            f = self.logs[key] = open(log_path(self.cfg.fct_log, key), "w")
-        return f
-
-    def _decide_all(self, items, got: np.ndarray) -> List[Tuple[int, int, int, bytes]]:
-        """The leader's tuners take every key's epochs of an exchange; what
-        they decided is (key, version, the tuner's switch epoch, pattern)."""
-        out, off = [], 0
+    def _decide_all(self, items, got: np.ndarray) -> List[Tuple[Key, int, int, bytes]]:
+        """The leader's tuners take every key's epochs of an exchange
+        (libreact cuts them into runs; internal/leader); what they decided
+        is (key, version, the tuner's switch epoch, pattern)."""
+        layout = [len(items)]
         for key, recs in items:
-            n = sum(_width(r[2]) for r in recs)
-            r = self._decide(key, recs, got[off : off + n])
-            off += n
-            if r is not None:
-                out.append((key, *r))
-        return out
-
-    def _decide(self, key: Key, recs, cols: np.ndarray) -> Optional[Tuple[int, int, bytes]]:
-        """Feeds one key's epochs to its tuner, a run of consecutive epochs of
-        one version per submit. A switch takes effect when the answer that
-        carries it allows (_ready), which may be later than the tuner asked:
-        the epochs that still ran the old pattern past its switch epoch are
-        fed as such, and the tuner's switch waits for them (Tuner.Ran in
-        Go), so that its judge compares the new pattern with the old one's
-        latest epochs."""
-        run: List[Tuple[int, np.ndarray, float, Optional[np.ndarray]]] = []
-        run_ver, run_pat, decided, off = -1, None, None, 0
-        # CUDA records are step ends, read from the receiver's previous step
-        stepped = callable(recs[0][3])
-
-        def flush():
-            nonlocal decided
-            if run:
-                d = self._submit(key, run, run_ver, run_pat, stepped)
-                if d is not None:
-                    decided = d
-            run.clear()
-
-        for e, ver, p, _, _, _ in recs:
-            fct = np.nan_to_num(cols[off : off + p.nflows], nan=0.0)
-            elapsed = float(np.nan_to_num(cols[off + p.nflows], nan=0.0))
-            entry = cols[off + p.nflows + 1 : off + _width(p)]
-            entry = entry.copy() if np.isfinite(entry).all() else None  # a rank ran no part: the tuner reads arrivals alone
-            off += _width(p)
-            if not (fct > 0).all():
-                continue
-            if run and (ver != run_ver or e != run[-1][0] + 1):
-                flush()
-            run_ver, run_pat = ver, p
-            run.append((e, fct, elapsed, entry))
-        flush()
-        if decided is None:
-            return None
-        tver, eff, raw = decided
-        return tver + self.base[key], eff, raw
-
-    def _submit(self, key: Key, run, ver: int, pat: Pattern, stepped: bool) -> Optional[Tuple[int, int, bytes]]:
-        t = self.tuners.get(key)
-        if t is None:
-            # a tuner numbers its patterns from 0; ours continue from the version in force
-            label = f"{key[0]} {key[1]} x{key[2]}" + (f" root {key[3]}" if key[3] >= 0 else "")
-            t = self.tuners[key] = _lib.Tuner(pat.raw, key[2] * _itemsize(key[1]), json.dumps({**self.cfg.tuner_json(), "Stepped": stepped, "label": label}))
-            self.base[key] = ver
-        fct = np.stack([r[1] for r in run])
-        elapsed = np.array([r[2] for r in run])
-        entry = np.stack([r[3] for r in run]) if all(r[3] is not None for r in run) else None
-        t.submit(fct_batch(run[0][0], ver - self.base[key], fct, elapsed, entry))
-        for e, fct, elapsed, ent in run:  # the log holds what the tuner saw
-            self._write_log(key, e, ver, pat, fct, elapsed, ent if entry is not None else None)
-        return t.decision()
-
-    def _write_log(self, key: Key, e: int, ver: int, p: Pattern, fct: np.ndarray, elapsed: float, entry: Optional[np.ndarray]) -> None:
-        out = self._log(key)
-        if out is None:
-            return
-        nbytes = key[2] * _itemsize(key[1])
-        for f in range(p.nflows):
-            out.write(json.dumps({"epoch": e, "version": ver, "flow": f, "chunk": int(p.chunk[f]), "step": int(p.step[f]), "src": int(p.src[f]),
-                                  "dst": int(p.dst[f]), "bytes": float(p.fraction[f]) * nbytes, "arrival": float(fct[f])}) + "\n")
-        rec: Dict[str, Any] = {"epoch": e, "version": ver}
-        if elapsed > 0:
-            rec["elapsed"] = elapsed
-        if entry is not None:
-            rec["entry"] = [float(x) for x in entry]
-        if len(rec) > 2:
-            out.write(json.dumps(rec) + "\n")
-        out.flush()
+            i = self.ids.get(key)
+            if i is None:
+                i = self.ids[key] = len(self.ids)
+                _, ver, p, fct, _, _ = recs[0]
+                label = f"{key[0]} {key[1]} x{key[2]}" + (f" root {key[3]}" if key[3] >= 0 else "")
+                # CUDA records are step ends, read from the receiver's previous step
+                conf = {**self.cfg.tuner_json(), "Stepped": callable(fct), "label": label, "key": list(key)}
+                self.leader.key(i, p.raw, ver, key[2] * _itemsize(key[1]), json.dumps(conf), log_path(self.cfg.fct_log, key) if self.cfg.fct_log else "")
+            layout += [i, len(recs)]
+            layout += [v for r in recs for v in (r[0], r[1])]
+        self.leader.exchange(np.array(layout, dtype=np.int64), np.ascontiguousarray(got, dtype=np.float64))
+        keys = list(self.ids)
+        return [(keys[i], ver, eff, raw) for i, ver, eff, raw in self.leader.decisions()]
 
 
 def log_path(base: str, key: Key) -> str:

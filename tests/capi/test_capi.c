@@ -229,6 +229,66 @@ static void test_plan(void) {
     free(p);
 }
 
+/* The leader's tuners: one key, one exchange of 6 epochs, its report; the
+ * errors that name what was wrong. The rules of the rows are
+ * internal/leader's (datadriven tests there). */
+static void test_leader(void) {
+    size_t len, need = 0, got = 0;
+    uint8_t* p = generate("allreduce", "ring", 4, -1, &len);
+    CHECK(p != NULL, "ring allreduce");
+    if (!p) return;
+    pattern_view v;
+    read_pattern(p, len, &v);
+    uint64_t h = 0;
+    EXPECT(react_leader_create(&h), REACT_OK, "");
+    EXPECT(react_leader_key(h, 7, p, len, 0, 4e6, "{\"label\": \"t\", \"key\": [\"t\"]}", ""), REACT_OK, "");
+    EXPECT(react_leader_key(h, 7, p, len, 0, 4e6, "{}", ""), REACT_E_ARG, "key 7 added twice");
+    EXPECT(react_leader_key(h, 8, p, len, 0, 4e6, "{\"Bogus\": 1}", ""), REACT_E_INVALID, "Bogus");
+    EXPECT(react_leader_key(h, 8, p, len / 2, 0, 4e6, "{}", ""), REACT_E_INVALID, "react_leader_key");
+    enum { E = 6 };
+    int64_t row = v.nflows + 1 + v.ranks;
+    double* values = malloc(sizeof(double) * (size_t)(E * row));
+    double* fct = malloc(sizeof(double) * (size_t)(E * v.nflows));
+    double el[E];
+    synth_fcts(&v, 4e6, 0, E, 2, fct, el);
+    int64_t layout[3 + 2 * E] = {1, 7, E};
+    for (int e = 0; e < E; e++) {
+        layout[3 + 2 * e] = e;
+        layout[4 + 2 * e] = 0;
+        double* r = values + e * row;
+        double last = 0;
+        for (int64_t f = 0; f < v.nflows; f++) {
+            r[f] = 1e-3 * (double)(f / 4 + 1) + fct[e * v.nflows + f]; /* arrivals, step by step */
+            if (r[f] > last) last = r[f];
+        }
+        r[v.nflows] = last;
+        for (int64_t k = 0; k < v.ranks; k++) r[v.nflows + 1 + k] = 0;
+    }
+    EXPECT(react_leader_exchange(h, layout, 3 + 2 * E, values, (size_t)(E * row)), REACT_OK, "");
+    EXPECT(react_leader_exchange(h, layout, 3 + 2 * E, values, (size_t)(E * row) - 1), REACT_E_INVALID, "values");
+    layout[1] = 9;
+    EXPECT(react_leader_exchange(h, layout, 3 + 2 * E, values, (size_t)(E * row)), REACT_E_INVALID, "key 9");
+    EXPECT(react_leader_decisions(h, NULL, 0, &need), REACT_E_SHORT, "needed");
+    uint8_t* dec = malloc(need);
+    EXPECT(react_leader_decisions(h, dec, need, &got), REACT_OK, "");
+    CHECK(got == need && (dec[0] & 0xf0) == 0x90, "decisions: %zu bytes, first 0x%02x, want a msgpack array", got, dec[0]);
+    EXPECT(react_leader_report(h, 1, NULL, 0, &need), REACT_E_SHORT, "needed");
+    char* rep = malloc(need + 1);
+    EXPECT(react_leader_report(h, 1, (uint8_t*)rep, need, &got), REACT_OK, "");
+    rep[got] = 0;
+    CHECK(strstr(rep, "\"exchange\":1") && strstr(rep, "\"key\":[\"t\"]") && strstr(rep, "\"base\":0"), "report: %.200s", rep);
+    EXPECT(react_leader_reset(h, 9), REACT_E_ARG, "key 9");
+    EXPECT(react_leader_reset(h, 7), REACT_OK, "");
+    EXPECT(react_leader_close(h), REACT_OK, "");
+    EXPECT(react_leader_close(h), REACT_E_HANDLE, "leader handle");
+    EXPECT(react_leader_exchange(h, layout, 3 + 2 * E, values, (size_t)(E * row)), REACT_E_HANDLE, "leader handle");
+    free(rep);
+    free(dec);
+    free(fct);
+    free(values);
+    free(p);
+}
+
 /* ---- tuners through submit ----------------------------------------------- */
 
 static void test_handles_unknown(void) {
@@ -550,6 +610,7 @@ int main(int argc, char** argv) {
     test_limits();
     test_layout();
     test_plan();
+    test_leader();
     test_handles_unknown();
     test_settings();
     test_tuner();

@@ -411,23 +411,22 @@ def refuse():
 
     from react_torch import _lib
 
-    orig = _lib.Tuner.decision
+    orig = _lib.Leader.decisions
 
-    def corrupted(self):
-        d = orig(self)
-        if d is None:
-            return None
-        ver, eff, raw = d
+    def corrupt(raw):
         m = msgpack.unpackb(raw, raw=False)
         dst = np.frombuffer(m["flows"]["dst"]["data"], dtype=m["flows"]["dst"]["dtype"]).copy()
         src = np.frombuffer(m["flows"]["src"]["data"], dtype=m["flows"]["src"]["dtype"])
         dst[0] = src[0]  # a flow to itself: malformed
         m["flows"]["dst"]["data"] = dst.tobytes()
-        return ver, eff, msgpack.packb(m)
+        return msgpack.packb(m)
+
+    def corrupted(self):
+        return [(key, ver, eff, corrupt(raw)) for key, ver, eff, raw in orig(self)]
 
     rank, n, gloo = init()
     if rank == 0:
-        _lib.Tuner.decision = corrupted
+        _lib.Leader.decisions = corrupted
     pg = react_torch.backend_of()
     for it in range(60):
         x = data(rank, 4096, torch.int64, it)
