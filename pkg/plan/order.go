@@ -44,21 +44,47 @@ func (pl *Plan) link(p *ten.Pattern, d *critpath.DAG) error {
 			s.Aligned = append(s.Aligned, r.Size > 0 && slices.Equal(rs[j], ss[i]) && slices.Equal(r.Segs, s.Segs))
 		}
 	}
+	// Two messages touch the same elements exactly where they carry a
+	// range in common: chunks tile the buffer (blocks, for allgather), so
+	// two ranges are the same or apart.
+	at := map[Range]*touching{}
+	for i := range pl.Sends {
+		for _, x := range ss[i] {
+			t := at[x]
+			if t == nil {
+				t = &touching{}
+				at[x] = t
+			}
+			t.sends = append(t.sends, int32(i))
+		}
+	}
+	for j := range pl.Recvs {
+		for _, x := range rs[j] {
+			t := at[x]
+			if t == nil {
+				t = &touching{}
+				at[x] = t
+			}
+			t.recvs = append(t.recvs, int32(j))
+		}
+	}
 	anc := ancestors{d: d, mark: make([]int32, len(p.Flows))}
 	for j := range pl.Recvs {
 		r := &pl.Recvs[j]
-		for k := j - 1; k >= 0; k-- {
-			if meet(rs[j], rs[k]) {
-				r.After = int32(k)
-				break
+		for _, x := range rs[j] {
+			t := at[x]
+			if k, _ := slices.BinarySearch(t.recvs, int32(j)); k > 0 {
+				r.After = max(r.After, t.recvs[k-1])
+			}
+			for _, i := range t.sends {
+				if pl.Sends[i].Step <= r.Step {
+					r.War = append(r.War, i)
+				}
 			}
 		}
-		for i := range pl.Sends {
-			if pl.Sends[i].Step <= r.Step && meet(ss[i], rs[j]) {
-				r.War = append(r.War, int32(i))
-			}
-		}
-		r.Direct = pl.direct(j, rs, &anc)
+		slices.Sort(r.War)
+		r.War = slices.Compact(r.War)
+		r.Direct = pl.direct(j, rs, at, &anc)
 		if !r.Direct && r.Size > 0 {
 			r.Offset = pl.Need
 			pl.Need += r.Size
@@ -67,19 +93,24 @@ func (pl *Plan) link(p *ten.Pattern, d *critpath.DAG) error {
 	return nil
 }
 
+// touching are the sends and receives that carry one range, ascending.
+type touching struct{ sends, recvs []int32 }
+
 // direct says whether receive j may land in place: one range, a copy,
 // whatever touched its elements before (the sends that read them, the
 // receives that wrote them) among the ancestors of its data, and nothing
 // touching them after it.
-func (pl *Plan) direct(j int, rs [][]Range, anc *ancestors) bool {
+func (pl *Plan) direct(j int, rs [][]Range, at map[Range]*touching, anc *ancestors) bool {
 	r := &pl.Recvs[j]
 	if len(r.Ranges) != 1 || r.Kinds[0] != ten.KindCopy {
 		return false
 	}
-	for k := j + 1; k < len(pl.Recvs); k++ {
-		if meet(rs[j], rs[k]) {
-			return false
-		}
+	if len(rs[j]) == 0 {
+		return true // nothing to receive
+	}
+	t := at[rs[j][0]]
+	if t.recvs[len(t.recvs)-1] != int32(j) {
+		return false
 	}
 	anc.of(int32(j+1), r.Flows)
 	for _, i := range r.War {
@@ -87,8 +118,8 @@ func (pl *Plan) direct(j int, rs [][]Range, anc *ancestors) bool {
 			return false
 		}
 	}
-	for k := range j {
-		if meet(rs[j], rs[k]) && !anc.any(pl.Recvs[k].Flows) {
+	for _, k := range t.recvs {
+		if int(k) < j && !anc.any(pl.Recvs[k].Flows) {
 			return false
 		}
 	}
@@ -141,15 +172,4 @@ func spans(m *Message) []Range {
 		}
 	}
 	return out
-}
-
-func meet(a, b []Range) bool {
-	for _, x := range a {
-		for _, y := range b {
-			if x.Lo < y.Hi && y.Lo < x.Hi {
-				return true
-			}
-		}
-	}
-	return false
 }

@@ -330,6 +330,65 @@ func TestGolden(t *testing.T) {
 	}
 }
 
+func meet(a, b []Range) bool {
+	for _, x := range a {
+		for _, y := range b {
+			if x.Lo < y.Hi && y.Lo < x.Hi {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// The order constraints agree with their definitions checked pairwise
+// over every two messages (what the index of shared ranges stands for).
+func TestOrderAgainstPairwise(t *testing.T) {
+	for name, p := range cases(t) {
+		for _, numel := range []int64{numelFor(p), 1, 0} {
+			for _, pl := range plans(t, p, numel, 4, 0) {
+				d := critpath.New(p)
+				anc := ancestors{d: d, mark: make([]int32, len(p.Flows))}
+				for j, r := range pl.Recvs {
+					rs := spans(&r.Message)
+					after := int32(-1)
+					for k := j - 1; k >= 0; k-- {
+						if meet(rs, spans(&pl.Recvs[k].Message)) {
+							after = int32(k)
+							break
+						}
+					}
+					var war []int32
+					for i, s := range pl.Sends {
+						if s.Step <= r.Step && meet(spans(&s.Message), rs) {
+							war = append(war, int32(i))
+						}
+					}
+					direct := len(r.Ranges) == 1 && r.Kinds[0] == ten.KindCopy
+					for k := j + 1; direct && k < len(pl.Recvs); k++ {
+						direct = !meet(rs, spans(&pl.Recvs[k].Message))
+					}
+					if direct {
+						anc.of(int32(j+1), r.Flows)
+						for _, i := range war {
+							direct = direct && anc.any(pl.Sends[i].Flows)
+						}
+						for k := range j {
+							if meet(rs, spans(&pl.Recvs[k].Message)) {
+								direct = direct && anc.any(pl.Recvs[k].Flows)
+							}
+						}
+					}
+					if r.After != after || fmt.Sprint(r.War) != fmt.Sprint(war) || r.Direct != direct {
+						t.Fatalf("%s numel %d rank %d receive %d: after %d war %v direct %v, pairwise %d %v %v",
+							name, numel, pl.Rank, j, r.After, r.War, r.Direct, after, war, direct)
+					}
+				}
+			}
+		}
+	}
+}
+
 // BenchmarkNew: a rank's plan, once per key and element count.
 func BenchmarkNew(b *testing.B) {
 	for _, c := range []struct {
