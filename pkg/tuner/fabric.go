@@ -57,7 +57,13 @@ func (t *reactLoop) fabricTrial(d *Decision, epoch int, pr *links.Predictor) *De
 	if fit := d.Model; 4*fit.PairsContradicted > fit.PairsCompared {
 		t.placeBound = true
 	}
-	if t.placeBound {
+	// Where the flows collide in the fabric (spread), a pair's residual
+	// depends on what runs beside it, which the pattern (and another
+	// tenant's) decides: pairs that differ between patterns are then no
+	// sign of a slowness bound to places (fig7b: the ring job's pairs
+	// moved when the other job changed its pattern, and it made no trial
+	// again for the rest of the run).
+	if t.placeBound && !spread {
 		return d
 	}
 	// A rank link with a count is the model's own search's. Where pairs
