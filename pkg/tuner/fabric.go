@@ -2,6 +2,7 @@ package tuner
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"slices"
 
@@ -97,12 +98,27 @@ func (t *reactLoop) fabricTrial(d *Decision, epoch int, pr *links.Predictor) *De
 	if !rep.Congested() {
 		return d
 	}
+	was := maps.Clone(t.resolved)
 	g, trials, steps := t.explore(rep)
+	var resolved []int32
+	for r := range t.resolved {
+		if !was[r] {
+			resolved = append(resolved, r)
+		}
+	}
+	slices.Sort(resolved)
+	unresolve := func() { // no trial: the ranks stay where they are
+		for _, r := range resolved {
+			delete(t.resolved, r)
+		}
+	}
 	if g == nil || slices.Equal(g.Flows, t.cur.Flows) || t.rejected[fingerprint(g)] {
+		unresolve()
 		return d
 	}
 	if err := semantics.Check(g); err != nil { // a hash collision in the position evaluator
 		t.rejected[fingerprint(g)] = true
+		unresolve()
 		return d
 	}
 	before, after := 0.0, 0.0
@@ -120,7 +136,7 @@ func (t *reactLoop) fabricTrial(d *Decision, epoch int, pr *links.Predictor) *De
 	}
 	d.Explored, d.Trials = true, trials
 	d.Note = fmt.Sprintf("%s; fabric: the pair history's trial (predicted speed-up %.3f)", d.Note, predicted)
-	t.eval = &evaluation{prev: t.cur, before: slices.Clone(t.elapsed), predicted: predicted, steps: steps, fabric: true, spread: spread}
+	t.eval = &evaluation{prev: t.cur, before: slices.Clone(t.elapsed), predicted: predicted, steps: steps, fabric: true, spread: spread, resolved: resolved}
 	d.Expected = predicted
 	t.emit(d, g, epoch)
 	return d

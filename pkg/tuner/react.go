@@ -82,6 +82,8 @@ type evaluation struct {
 	ext       int
 	fabric    bool // a trial of the fabric fallback (fabric.go)
 	spread    bool // let through by the FCTs' spread (spreadShows)
+	// resolved: the steady ranks the fabric trial's swaps marked resolved
+	resolved []int32
 }
 
 // snapshot is what the model said when a search last found nothing.
@@ -190,8 +192,14 @@ func (t *reactLoop) judgePending(d *Decision, epoch int) bool {
 		t.backoff = 1 << min(t.reverts-1, 4)
 		if ev.fabric {
 			// the pair history's miss, not the link model's: no margin,
-			// a longer wait (its trials are blind)
+			// a longer wait (its trials are blind). The steady ranks its
+			// swaps moved are where they were again: candidates again
+			// (before, they stayed excluded for the rest of the run);
+			// those a kept change moved stay excluded.
 			t.backoff *= 2
+			for _, r := range ev.resolved {
+				delete(t.resolved, r)
+			}
 		} else {
 			// The model's miss is at most the gain it promised: a
 			// collective that got slower still (congestion that began
