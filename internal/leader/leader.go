@@ -101,13 +101,6 @@ func (l *Leader) AddKey(id int, k Key, version int, p *ten.Pattern) error {
 	return nil
 }
 
-// Has reports whether key id was added.
-func (l *Leader) Has(id int) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.keys[id] != nil
-}
-
 // Exchange takes one exchange: layout says what values holds, as
 //
 //	items, then per item: key, records, then per record: epoch, version

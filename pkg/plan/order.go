@@ -48,23 +48,23 @@ func (pl *Plan) link(p *ten.Pattern, d *critpath.DAG) error {
 	// range in common: chunks tile the buffer (blocks, for allgather), so
 	// two ranges are the same or apart.
 	at := map[Range]*touching{}
+	touch := func(x Range) *touching {
+		t := at[x]
+		if t == nil {
+			t = &touching{}
+			at[x] = t
+		}
+		return t
+	}
 	for i := range pl.Sends {
 		for _, x := range ss[i] {
-			t := at[x]
-			if t == nil {
-				t = &touching{}
-				at[x] = t
-			}
+			t := touch(x)
 			t.sends = append(t.sends, int32(i))
 		}
 	}
 	for j := range pl.Recvs {
 		for _, x := range rs[j] {
-			t := at[x]
-			if t == nil {
-				t = &touching{}
-				at[x] = t
-			}
+			t := touch(x)
 			t.recvs = append(t.recvs, int32(j))
 		}
 	}

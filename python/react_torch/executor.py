@@ -139,7 +139,7 @@ class _Dataflow:
     the same elements are applied in step order; a receive is applied only
     after every send of its step or earlier that reads its elements has
     completed; sends to one peer go in step order (tags repeat every
-    TAG_STEPS steps and Gloo matches a tag in order)."""
+    tag_steps steps and Gloo matches a tag in order)."""
 
     def __init__(self, ex: "Executor", p: Pattern, pl: Plan, work: torch.Tensor, reduce: str, salt: int):
         self.ex, self.p, self.pl, self.work, self.reduce, self.salt = ex, p, pl, work, reduce, salt

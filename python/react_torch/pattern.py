@@ -94,17 +94,8 @@ class Plan:
     max_segments: int
     per_peer: Dict[int, List[int]] = dataclasses.field(default_factory=dict)  # sends by peer, in step order
     by_peer: Dict[int, List[int]] = dataclasses.field(default_factory=dict)  # receives of elements by peer, in step order
-
-    @property
-    def steps(self) -> List[Tuple[List[Message], List[Message]]]:
-        """Per step: (sends, recvs)."""
-        n = max([m.step for m in self.sends + self.recvs], default=0)
-        out: List[Tuple[List[Message], List[Message]]] = [([], []) for _ in range(n)]
-        for m in self.sends:
-            out[m.step - 1][0].append(m)
-        for m in self.recvs:
-            out[m.step - 1][1].append(m)
-        return out
+    # per step: (sends, recvs), the CUDA path's batches
+    steps: List[Tuple[List[Message], List[Message]]] = dataclasses.field(default_factory=list)
 
 
 def _pairs(x: List[int]) -> List[Tuple[int, int]]:
@@ -125,9 +116,12 @@ def plan(p: Pattern, rank: int, numel: int, itemsize: int, segment_bytes: int) -
     d = msgpack.unpackb(_lib.pattern_plan(p.raw, rank, numel, itemsize, segment_bytes), raw=False)
     pl = Plan(sends=[_message(m) for m in d["sends"]], recvs=[_message(m) for m in d["recvs"]], need=d["need"], peers=d["peers"],
               tag_steps=d["tag_steps"], max_segments=d["max_segments"])
+    pl.steps = [([], []) for _ in range(max([m.step for m in pl.sends + pl.recvs], default=0))]
     for i, m in enumerate(pl.sends):
         pl.per_peer.setdefault(m.dst, []).append(i)
+        pl.steps[m.step - 1][0].append(m)
     for j, m in enumerate(pl.recvs):
+        pl.steps[m.step - 1][1].append(m)
         if m.size:
             pl.by_peer.setdefault(m.src, []).append(j)
     return pl
