@@ -72,16 +72,6 @@ func TestDataDriven(t *testing.T) {
 	})
 }
 
-func ints(s string) []int {
-	var out []int
-	for _, f := range strings.Split(s, ",") {
-		if v, err := strconv.Atoi(f); err == nil {
-			out = append(out, v)
-		}
-	}
-	return out
-}
-
 func (s *script) exec(d *datadriven.TestData) (string, error) {
 	args := map[string]string{}
 	for _, a := range d.CmdArgs {
@@ -141,10 +131,10 @@ func (s *script) exec(d *datadriven.TestData) (string, error) {
 			if _, ok := args["noelapsed"]; ok {
 				row[len(p.Flows)] = math.NaN()
 			}
-			if slices.Contains(ints(args["missing"]), e) {
+			if slices.Contains(fixture.Ints(args["missing"]), e) {
 				row[1] = math.NaN()
 			}
-			if slices.Contains(ints(args["noentry"]), e) {
+			if slices.Contains(fixture.Ints(args["noentry"]), e) {
 				row[len(row)-1] = math.NaN()
 			}
 			s.values = append(s.values, row...)
@@ -161,7 +151,7 @@ func (s *script) exec(d *datadriven.TestData) (string, error) {
 		return s.decisions()
 	case "raw":
 		var layout []int64
-		for _, v := range ints(args["layout"]) {
+		for _, v := range fixture.Ints(args["layout"]) {
 			layout = append(layout, int64(v))
 		}
 		values := make([]float64, num("values", 0))
