@@ -45,7 +45,7 @@ extern "C" {
 
 /* The ABI version react_abi_version returns; bumped on any incompatible
  * change to this file. */
-#define REACT_ABI_VERSION 2
+#define REACT_ABI_VERSION 3
 
 /* ---- Status codes ---------------------------------------------------- */
 #define REACT_OK 0
@@ -214,50 +214,103 @@ int react_tuner_decision(uint64_t h, int64_t* version, int64_t* effective_epoch,
  * epochs per loaded link. */
 int react_tuner_report(uint64_t h, uint8_t* buf, size_t cap, size_t* len);
 
-/* ---- A group leader's tuners -------------------------------------------
- * The leader of a group that exchanges FCTs as rows of float64 (one row per
- * epoch of every key: its flows' arrivals, the elapsed time, one entry per
- * rank; NaN where no rank gave one; docs/abi.md) hands each exchange here
- * whole; libreact cuts it into every key's epochs, feeds each key's tuner
- * runs of consecutive epochs of one version, writes the FCT logs and keeps
- * the decisions, in the group's version numbering. Calls on one handle run
- * one at a time. */
+/* ---- A rank's control plane ----------------------------------------------
+ * One rank's side of a group's control plane (internal/control; docs/abi.md):
+ * per key the epoch and the pattern version in force, the records of the
+ * epochs run, when an exchange with the leader is due and what it carries,
+ * the answers and the epochs their switches take effect at. The caller
+ * moves the bytes between ranks (the rows to the leader by a MAX reduction,
+ * the answer from it by a broadcast, the vote by a MIN allreduce) and does
+ * the waiting; every rule lives here. On a tuned group's leader the handle
+ * also holds every key's tuner, which take the exchanges on a thread of
+ * their own and write the FCT logs. Calls on one handle run one at a time. */
 
-/* A leader with no keys. */
-int react_leader_create(uint64_t* handle);
+/* config_json: {"batch": B, "history": H, "min_calls": M, "tuned": bool,
+ * "leader": bool}; REACT_E_INVALID names an unknown or bad field. */
+int react_control_create(const char* config_json, uint64_t* handle);
 
-/* Adds key (any int the caller names it by) whose epochs ran the checked
- * pattern as version so far. config_json: the tuner's settings as for
- * react_tuner_create, "label" and "key" (a JSON value naming the key in
- * reports). log_path: the key's FCT log, created ("" or NULL: none).
- * REACT_E_ARG for a key added twice or a log that cannot be created. */
-int react_leader_key(uint64_t h, int key, const uint8_t* pattern, size_t plen, int version,
-                     double message_bytes, const char* config_json, const char* log_path);
+/* Adds the next key (ids count from 0 in call order: the same on every
+ * rank), whose calls move numel elements of itemsize bytes with the checked
+ * pattern. config_json: the tuner's settings as for react_tuner_create,
+ * "label" and "key" (a JSON value naming the key in reports); the leader
+ * makes the key's tuner with them. log_path: the key's FCT log on the
+ * leader, created ("" or NULL: none). */
+int react_control_key(uint64_t h, const uint8_t* pattern, size_t plen, int64_t numel, int itemsize,
+                      const char* config_json, const char* log_path, int* id);
 
-/* One exchange. layout: the item count, then per item its key and record
- * count, then per record its epoch and version; values: the records' rows
- * end to end. An epoch with a flow missing (NaN) is left out. The layout is
- * checked whole first (REACT_E_INVALID names what does not fit, and no
- * tuner took anything); a tuner's refusal is REACT_E_INVALID too. */
-int react_leader_exchange(uint64_t h, const int64_t* layout, size_t nlayout,
-                          const double* values, size_t nvalues);
+/* Starts key id's next epoch: its number and the pattern version in force
+ * (a switch that is due happens here). */
+int react_control_begin(uint64_t h, int id, int64_t* epoch, int64_t* version);
 
-/* What the tuners decided since the last call: a msgpack array of
- * [key, version, effective_epoch, pattern (bin)], possibly empty. Output by
- * the buffer protocol; decisions that did not fit are kept for the retry. */
-int react_leader_decisions(uint64_t h, uint8_t* buf, size_t cap, size_t* len);
+/* The msgpack form of key id's pattern version (every version it ran or has
+ * scheduled). Output by the buffer protocol. */
+int react_control_pattern(uint64_t h, int id, int64_t version, uint8_t* buf, size_t cap, size_t* len);
 
-/* Drops key's tuner (its pattern was refused): its next run starts a new
- * one from the pattern that run ran. */
-int react_leader_reset(uint64_t h, int key);
+/* Ends the epoch begun: this rank's arrivals of the n flows it received
+ * (indices in the pattern; seconds from its entry), the call's time, its
+ * rank in the pattern and its entry time on its own clock (entry -1: it ran
+ * no part). deferred != 0: the arrivals come later (react_control_fill).
+ * due[3]: recorded (0/1), the exchange due now (0: none) and the answer
+ * that must be in before it is sent (< 1: none). REACT_E_INVALID for a
+ * flow out of range or a time that is negative or not finite (the epoch
+ * still counts). */
+int react_control_end(uint64_t h, int id, const int64_t* flows, const double* arrivals, size_t n,
+                      double elapsed, int entry, double entry_at, int deferred, int64_t* due);
 
-/* Every tuned key's report as one JSON object {"exchange", "keys": [{"key",
- * "base" (the group's version of the tuner's version 0), "report"}]};
- * the same bytes again for the same exchange. Output by the buffer protocol. */
-int react_leader_report(uint64_t h, int64_t exchange, uint8_t* buf, size_t cap, size_t* len);
+/* Sends the exchange react_control_end found due, at the caller's time at
+ * (seconds, one monotonic clock): out[2] = the exchange and how many of its
+ * records wait for react_control_fill. REACT_E_STATE if the answer it needs
+ * is not in. */
+int react_control_send(uint64_t h, double at, int64_t* out);
 
-/* Ends every tuner, closes the logs and the handle. */
-int react_leader_close(uint64_t h);
+/* Gives deferred record i of exchange x its arrivals and time. */
+int react_control_fill(uint64_t h, int64_t x, int64_t i, const int64_t* flows, const double* arrivals, size_t n,
+                       double elapsed);
+
+/* This rank's row of exchange x: float64 values (-Inf where it has none),
+ * its last a request for the leader's report. Output by the buffer
+ * protocol, counted in values. */
+int react_control_row(uint64_t h, int64_t x, double* buf, size_t cap, size_t* len);
+
+/* The leader: the rows of exchange x reduced by MAX go to the tuners. */
+int react_control_take(uint64_t h, int64_t x, const double* values, size_t n);
+
+/* The leader: its answer to exchange x (wire.Answer), once the tuners took
+ * x or at the latest half the time between exchanges after x was sent
+ * (now: the caller's time, on send's clock). Output by the buffer
+ * protocol; a retry gets the same bytes. REACT_E_INVALID if a tuner failed. */
+int react_control_answer(uint64_t h, int64_t x, double now, uint8_t* buf, size_t cap, size_t* len);
+
+/* Reads the answer to exchange x and checks every pattern it carries
+ * (the exactly-once check): ok[i] = 1 where this rank accepts decision i.
+ * *len = the decisions; REACT_E_SHORT when cap is smaller. REACT_E_INVALID
+ * for a malformed answer. */
+int react_control_check(uint64_t h, int64_t x, const uint8_t* body, size_t n, int64_t* ok, size_t cap, size_t* len);
+
+/* Takes the vote on exchange x's decisions (votes[i]: every rank accepted
+ * decision i; the MIN over the ranks of react_control_check's ok). result[2]
+ * = the decisions refused and whether to estimate the group clock again
+ * now; buf gets the refusals as JSON [{"key", "version", "why"}] by the
+ * buffer protocol (a retry for the same x gets the same). On the leader a
+ * refused key's tuner restarts from the pattern in force. */
+int react_control_accept(uint64_t h, int64_t x, const int64_t* votes, size_t n, int64_t* result,
+                         uint8_t* buf, size_t cap, size_t* len);
+
+/* The last report the leader sent (JSON; empty before one); ask != 0 asks
+ * for a newer one with this rank's next exchange. Buffer protocol. */
+int react_control_report(uint64_t h, int ask, uint8_t* buf, size_t cap, size_t* len);
+
+/* What turns this rank's clock into the group's (added to entry times). */
+int react_control_offset(uint64_t h, double offset);
+
+/* {"exchanges": answers accepted, "depth": exchanges in flight before a
+ * rank waits, "keys": [{"epoch", "version", "switches", "refused", "tuned"}]}
+ * by key id. Buffer protocol. */
+int react_control_stats(uint64_t h, uint8_t* buf, size_t cap, size_t* len);
+
+/* Stops the tuners (after the exchanges they were given), closes the logs
+ * and the handle. */
+int react_control_close(uint64_t h);
 
 #ifdef __cplusplus
 }

@@ -33,13 +33,22 @@ SAME_TYPE(react_go_tuner_close, int (*)(uint64_t));
 SAME_TYPE(react_go_tuner_submit, int (*)(uint64_t, uint8_t*, size_t));
 SAME_TYPE(react_go_tuner_decision, int (*)(uint64_t, int64_t*, int64_t*, uint8_t*, size_t, size_t*));
 SAME_TYPE(react_go_tuner_report, int (*)(uint64_t, uint8_t*, size_t, size_t*));
-SAME_TYPE(react_go_leader_create, int (*)(uint64_t*));
-SAME_TYPE(react_go_leader_key, int (*)(uint64_t, int, uint8_t*, size_t, int, double, char*, char*));
-SAME_TYPE(react_go_leader_exchange, int (*)(uint64_t, int64_t*, size_t, double*, size_t));
-SAME_TYPE(react_go_leader_decisions, int (*)(uint64_t, uint8_t*, size_t, size_t*));
-SAME_TYPE(react_go_leader_reset, int (*)(uint64_t, int));
-SAME_TYPE(react_go_leader_report, int (*)(uint64_t, int64_t, uint8_t*, size_t, size_t*));
-SAME_TYPE(react_go_leader_close, int (*)(uint64_t));
+SAME_TYPE(react_go_control_create, int (*)(char*, uint64_t*));
+SAME_TYPE(react_go_control_key, int (*)(uint64_t, uint8_t*, size_t, int64_t, int, char*, char*, int*));
+SAME_TYPE(react_go_control_begin, int (*)(uint64_t, int, int64_t*, int64_t*));
+SAME_TYPE(react_go_control_pattern, int (*)(uint64_t, int, int64_t, uint8_t*, size_t, size_t*));
+SAME_TYPE(react_go_control_end, int (*)(uint64_t, int, int64_t*, double*, size_t, double, int, double, int, int64_t*));
+SAME_TYPE(react_go_control_send, int (*)(uint64_t, double, int64_t*));
+SAME_TYPE(react_go_control_fill, int (*)(uint64_t, int64_t, int64_t, int64_t*, double*, size_t, double));
+SAME_TYPE(react_go_control_row, int (*)(uint64_t, int64_t, double*, size_t, size_t*));
+SAME_TYPE(react_go_control_take, int (*)(uint64_t, int64_t, double*, size_t));
+SAME_TYPE(react_go_control_answer, int (*)(uint64_t, int64_t, double, uint8_t*, size_t, size_t*));
+SAME_TYPE(react_go_control_check, int (*)(uint64_t, int64_t, uint8_t*, size_t, int64_t*, size_t, size_t*));
+SAME_TYPE(react_go_control_accept, int (*)(uint64_t, int64_t, int64_t*, size_t, int64_t*, uint8_t*, size_t, size_t*));
+SAME_TYPE(react_go_control_report, int (*)(uint64_t, int, uint8_t*, size_t, size_t*));
+SAME_TYPE(react_go_control_offset, int (*)(uint64_t, double));
+SAME_TYPE(react_go_control_stats, int (*)(uint64_t, uint8_t*, size_t, size_t*));
+SAME_TYPE(react_go_control_close, int (*)(uint64_t));
 
 // ---- per-thread last error ----------------------------------------------
 
@@ -151,38 +160,86 @@ int react_tuner_report(uint64_t h, uint8_t* buf, size_t cap, size_t* len) {
     return react_go_tuner_report(h, buf, cap, len);
 }
 
-int react_leader_create(uint64_t* handle) {
+int react_control_create(const char* config_json, uint64_t* handle) {
     GUARD();
-    return react_go_leader_create(handle);
+    return react_go_control_create((char*)config_json, handle);
 }
 
-int react_leader_key(uint64_t h, int key, const uint8_t* pattern, size_t plen, int version,
-                     double message_bytes, const char* config_json, const char* log_path) {
+int react_control_key(uint64_t h, const uint8_t* pattern, size_t plen, int64_t numel, int itemsize,
+                      const char* config_json, const char* log_path, int* id) {
     GUARD();
-    return react_go_leader_key(h, key, (uint8_t*)pattern, plen, version, message_bytes, (char*)config_json, (char*)log_path);
+    return react_go_control_key(h, (uint8_t*)pattern, plen, numel, itemsize, (char*)config_json, (char*)log_path, id);
 }
 
-int react_leader_exchange(uint64_t h, const int64_t* layout, size_t nlayout, const double* values, size_t nvalues) {
+int react_control_begin(uint64_t h, int id, int64_t* epoch, int64_t* version) {
     GUARD();
-    return react_go_leader_exchange(h, (int64_t*)layout, nlayout, (double*)values, nvalues);
+    return react_go_control_begin(h, id, epoch, version);
 }
 
-int react_leader_decisions(uint64_t h, uint8_t* buf, size_t cap, size_t* len) {
+int react_control_pattern(uint64_t h, int id, int64_t version, uint8_t* buf, size_t cap, size_t* len) {
     GUARD();
-    return react_go_leader_decisions(h, buf, cap, len);
+    return react_go_control_pattern(h, id, version, buf, cap, len);
 }
 
-int react_leader_reset(uint64_t h, int key) {
+int react_control_end(uint64_t h, int id, const int64_t* flows, const double* arrivals, size_t n,
+                      double elapsed, int entry, double entry_at, int deferred, int64_t* due) {
     GUARD();
-    return react_go_leader_reset(h, key);
+    return react_go_control_end(h, id, (int64_t*)flows, (double*)arrivals, n, elapsed, entry, entry_at, deferred, due);
 }
 
-int react_leader_report(uint64_t h, int64_t exchange, uint8_t* buf, size_t cap, size_t* len) {
+int react_control_send(uint64_t h, double at, int64_t* out) {
     GUARD();
-    return react_go_leader_report(h, exchange, buf, cap, len);
+    return react_go_control_send(h, at, out);
 }
 
-int react_leader_close(uint64_t h) {
+int react_control_fill(uint64_t h, int64_t x, int64_t i, const int64_t* flows, const double* arrivals, size_t n,
+                       double elapsed) {
     GUARD();
-    return react_go_leader_close(h);
+    return react_go_control_fill(h, x, i, (int64_t*)flows, (double*)arrivals, n, elapsed);
+}
+
+int react_control_row(uint64_t h, int64_t x, double* buf, size_t cap, size_t* len) {
+    GUARD();
+    return react_go_control_row(h, x, buf, cap, len);
+}
+
+int react_control_take(uint64_t h, int64_t x, const double* values, size_t n) {
+    GUARD();
+    return react_go_control_take(h, x, (double*)values, n);
+}
+
+int react_control_answer(uint64_t h, int64_t x, double now, uint8_t* buf, size_t cap, size_t* len) {
+    GUARD();
+    return react_go_control_answer(h, x, now, buf, cap, len);
+}
+
+int react_control_check(uint64_t h, int64_t x, const uint8_t* body, size_t n, int64_t* ok, size_t cap, size_t* len) {
+    GUARD();
+    return react_go_control_check(h, x, (uint8_t*)body, n, ok, cap, len);
+}
+
+int react_control_accept(uint64_t h, int64_t x, const int64_t* votes, size_t n, int64_t* result,
+                         uint8_t* buf, size_t cap, size_t* len) {
+    GUARD();
+    return react_go_control_accept(h, x, (int64_t*)votes, n, result, buf, cap, len);
+}
+
+int react_control_report(uint64_t h, int ask, uint8_t* buf, size_t cap, size_t* len) {
+    GUARD();
+    return react_go_control_report(h, ask, buf, cap, len);
+}
+
+int react_control_offset(uint64_t h, double offset) {
+    GUARD();
+    return react_go_control_offset(h, offset);
+}
+
+int react_control_stats(uint64_t h, uint8_t* buf, size_t cap, size_t* len) {
+    GUARD();
+    return react_go_control_stats(h, buf, cap, len);
+}
+
+int react_control_close(uint64_t h) {
+    GUARD();
+    return react_go_control_close(h);
 }

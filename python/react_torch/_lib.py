@@ -16,7 +16,7 @@ from typing import Callable, Optional, Tuple
 OK, NONE = 0, 1
 E_ARG, E_INVALID, E_SHORT, E_SEMANTICS, E_HANDLE, E_STATE = -1, -2, -3, -4, -5, -6
 E_FORK, E_PANIC, E_LIMIT = -11, -12, -13
-ABI_VERSION = 2
+ABI_VERSION = 3
 
 _lock = threading.Lock()
 _lib: Optional[ctypes.CDLL] = None
@@ -66,13 +66,22 @@ def _declare(lib: ctypes.CDLL) -> None:
         "react_tuner_settings": ([u8p, c.c_size_t, sizep], c.c_int),
         "react_tuner_create": ([u8p, c.c_size_t, c.c_double, c.c_char_p, c.POINTER(c.c_uint64)], c.c_int),
         "react_tuner_close": ([c.c_uint64], c.c_int),
-        "react_leader_create": ([c.POINTER(c.c_uint64)], c.c_int),
-        "react_leader_key": ([c.c_uint64, c.c_int, u8p, c.c_size_t, c.c_int, c.c_double, c.c_char_p, c.c_char_p], c.c_int),
-        "react_leader_exchange": ([c.c_uint64, c.POINTER(c.c_int64), c.c_size_t, c.POINTER(c.c_double), c.c_size_t], c.c_int),
-        "react_leader_decisions": ([c.c_uint64, u8p, c.c_size_t, sizep], c.c_int),
-        "react_leader_reset": ([c.c_uint64, c.c_int], c.c_int),
-        "react_leader_report": ([c.c_uint64, c.c_int64, u8p, c.c_size_t, sizep], c.c_int),
-        "react_leader_close": ([c.c_uint64], c.c_int),
+        "react_control_create": ([c.c_char_p, c.POINTER(c.c_uint64)], c.c_int),
+        "react_control_key": ([c.c_uint64, u8p, c.c_size_t, c.c_int64, c.c_int, c.c_char_p, c.c_char_p, c.POINTER(c.c_int)], c.c_int),
+        "react_control_begin": ([c.c_uint64, c.c_int, c.POINTER(c.c_int64), c.POINTER(c.c_int64)], c.c_int),
+        "react_control_pattern": ([c.c_uint64, c.c_int, c.c_int64, u8p, c.c_size_t, sizep], c.c_int),
+        "react_control_end": ([c.c_uint64, c.c_int, c.POINTER(c.c_int64), c.POINTER(c.c_double), c.c_size_t, c.c_double, c.c_int, c.c_double, c.c_int, c.POINTER(c.c_int64)], c.c_int),
+        "react_control_send": ([c.c_uint64, c.c_double, c.POINTER(c.c_int64)], c.c_int),
+        "react_control_fill": ([c.c_uint64, c.c_int64, c.c_int64, c.POINTER(c.c_int64), c.POINTER(c.c_double), c.c_size_t, c.c_double], c.c_int),
+        "react_control_row": ([c.c_uint64, c.c_int64, c.POINTER(c.c_double), c.c_size_t, sizep], c.c_int),
+        "react_control_take": ([c.c_uint64, c.c_int64, c.POINTER(c.c_double), c.c_size_t], c.c_int),
+        "react_control_answer": ([c.c_uint64, c.c_int64, c.c_double, u8p, c.c_size_t, sizep], c.c_int),
+        "react_control_check": ([c.c_uint64, c.c_int64, u8p, c.c_size_t, c.POINTER(c.c_int64), c.c_size_t, sizep], c.c_int),
+        "react_control_accept": ([c.c_uint64, c.c_int64, c.POINTER(c.c_int64), c.c_size_t, c.POINTER(c.c_int64), u8p, c.c_size_t, sizep], c.c_int),
+        "react_control_report": ([c.c_uint64, c.c_int, u8p, c.c_size_t, sizep], c.c_int),
+        "react_control_offset": ([c.c_uint64, c.c_double], c.c_int),
+        "react_control_stats": ([c.c_uint64, u8p, c.c_size_t, sizep], c.c_int),
+        "react_control_close": ([c.c_uint64], c.c_int),
     }
     for name, (args, res) in sig.items():
         fn = getattr(lib, name)  # a missing symbol is a stale library: fail loudly
@@ -191,41 +200,108 @@ class Tuner:
             self._h = 0
 
 
-class Leader:
-    """A group leader's tuners in libreact (react_leader_*): every key's
-    epochs of an exchange go in whole; decisions and reports come out."""
+class Control:
+    """One rank's control plane of a group in libreact (react_control_*,
+    internal/control): every rule of it lives there; this moves arguments."""
 
-    def __init__(self):
+    def __init__(self, config_json: str):
         h = ctypes.c_uint64(0)
-        _check(lib().react_leader_create(ctypes.byref(h)), "leader create")
+        _check(lib().react_control_create(config_json.encode(), ctypes.byref(h)), "control create")
         self._h = h.value
+        self._e, self._v = ctypes.c_int64(0), ctypes.c_int64(0)
+        self._due = (ctypes.c_int64 * 3)()
+        self._row = (ctypes.c_double * 0)()
 
-    def key(self, key: int, pattern: bytes, version: int, message_bytes: float, config_json: str, log_path: str = "") -> None:
+    def key(self, pattern: bytes, numel: int, itemsize: int, config_json: str, log_path: str = "") -> int:
         b, n = _buf(pattern)
-        _check(lib().react_leader_key(self._h, key, b, n, version, float(message_bytes), config_json.encode(), log_path.encode()), "leader key")
+        out = ctypes.c_int(0)
+        _check(lib().react_control_key(self._h, b, n, numel, itemsize, config_json.encode(), log_path.encode(), ctypes.byref(out)), "control key")
+        return out.value
 
-    def exchange(self, layout, values) -> None:
-        """layout: int64 array, values: float64 array (numpy, contiguous)."""
-        lp = layout.ctypes.data_as(ctypes.POINTER(ctypes.c_int64))
-        vp = values.ctypes.data_as(ctypes.POINTER(ctypes.c_double))
-        _check(lib().react_leader_exchange(self._h, lp, len(layout), vp, len(values)), "leader exchange")
+    def begin(self, key: int) -> Tuple[int, int]:
+        """(epoch, version in force)"""
+        _check(lib().react_control_begin(self._h, key, ctypes.byref(self._e), ctypes.byref(self._v)), "control begin")
+        return self._e.value, self._v.value
 
-    def decisions(self) -> list:
-        """[(key, version, effective epoch, pattern bytes)]"""
-        import msgpack
+    def pattern(self, key: int, version: int) -> bytes:
+        lb = lib()
+        return _sized(lambda b, c, n: lb.react_control_pattern(self._h, key, version, b, c, n), "control pattern", 4096)
+
+    def end(self, key: int, flows, arrivals, elapsed: float, entry: int = -1, entry_at: float = 0.0, deferred: bool = False) -> Tuple[int, int, int]:
+        """flows: int64, arrivals: float64 (numpy, contiguous, or None).
+        (recorded, exchange due or 0, the answer it needs)"""
+        n = 0 if flows is None else len(flows)
+        fp = flows.ctypes.data_as(ctypes.POINTER(ctypes.c_int64)) if n else None
+        ap = arrivals.ctypes.data_as(ctypes.POINTER(ctypes.c_double)) if n else None
+        _check(lib().react_control_end(self._h, key, fp, ap, n, elapsed, entry, entry_at, int(deferred), self._due), "control end")
+        return self._due[0], self._due[1], self._due[2]
+
+    def send(self, at: float) -> Tuple[int, int]:
+        """(exchange, its deferred records)"""
+        out = (ctypes.c_int64 * 2)()
+        _check(lib().react_control_send(self._h, at, out), "control send")
+        return out[0], out[1]
+
+    def fill(self, x: int, i: int, flows, arrivals, elapsed: float) -> None:
+        n = len(flows)
+        fp = flows.ctypes.data_as(ctypes.POINTER(ctypes.c_int64)) if n else None
+        ap = arrivals.ctypes.data_as(ctypes.POINTER(ctypes.c_double)) if n else None
+        _check(lib().react_control_fill(self._h, x, i, fp, ap, n, elapsed), "control fill")
+
+    def row(self, x: int):
+        """This rank's row of exchange x, a float64 numpy array."""
+        import numpy as np
+
+        n = ctypes.c_size_t(0)
+        rc = lib().react_control_row(self._h, x, self._row, len(self._row), ctypes.byref(n))
+        if rc == E_SHORT:
+            self._row = (ctypes.c_double * max(n.value, 2 * len(self._row)))()
+            rc = lib().react_control_row(self._h, x, self._row, len(self._row), ctypes.byref(n))
+        _check(rc, "control row")
+        return np.ctypeslib.as_array(self._row)[: n.value].copy()
+
+    def take(self, x: int, values) -> None:
+        _check(lib().react_control_take(self._h, x, values.ctypes.data_as(ctypes.POINTER(ctypes.c_double)), len(values)), "control take")
+
+    def answer(self, x: int, now: float) -> bytes:
+        lb = lib()
+        return _sized(lambda b, c, n: lb.react_control_answer(self._h, x, now, b, c, n), "control answer", 1024)
+
+    def check(self, x: int, body: bytes) -> list:
+        b, nb = _buf(body)
+        n = ctypes.c_size_t(0)
+        ok = (ctypes.c_int64 * 16)()
+        rc = lib().react_control_check(self._h, x, b, nb, ok, len(ok), ctypes.byref(n))
+        if rc == E_SHORT:
+            ok = (ctypes.c_int64 * n.value)()
+            rc = lib().react_control_check(self._h, x, b, nb, ok, len(ok), ctypes.byref(n))
+        _check(rc, "control check")
+        return list(ok[: n.value])
+
+    def accept(self, x: int, votes) -> Tuple[list, bool]:
+        """(refusals [{"key", "version", "why"}], estimate the clock again now)"""
+        import json
 
         lb = lib()
-        raw = _sized(lambda b, c, n: lb.react_leader_decisions(self._h, b, c, n), "leader decisions", 256)
-        return [tuple(d) for d in msgpack.unpackb(raw)]
+        v = (ctypes.c_int64 * max(len(votes), 1))(*votes)
+        res = (ctypes.c_int64 * 2)()
+        raw = _sized(lambda b, c, n: lb.react_control_accept(self._h, x, v, len(votes), res, b, c, n), "control accept", 256)
+        return json.loads(raw), bool(res[1])
 
-    def report(self, exchange: int) -> bytes:
+    def report(self, ask: bool) -> bytes:
         lb = lib()
-        return _sized(lambda b, c, n: lb.react_leader_report(self._h, exchange, b, c, n), "leader report", 8192)
+        return _sized(lambda b, c, n: lb.react_control_report(self._h, int(ask), b, c, n), "control report", 8192)
 
-    def reset(self, key: int) -> None:
-        _check(lib().react_leader_reset(self._h, key), "leader reset")
+    def offset(self, offset: float) -> None:
+        _check(lib().react_control_offset(self._h, offset), "control offset")
+
+    def stats(self) -> dict:
+        import json
+
+        lb = lib()
+        return json.loads(_sized(lambda b, c, n: lb.react_control_stats(self._h, b, c, n), "control stats", 1024))
 
     def close(self) -> None:
         if self._h:
             h, self._h = self._h, 0
-            _check(lib().react_leader_close(h), "leader close")
+            _check(lib().react_control_close(h), "control close")

@@ -64,7 +64,6 @@ class ReactBackend(Collectives, Delegated, route.BASE):
         self._nccl = None
         self._ctrl_pg = dist.ProcessGroupGloo(dist.PrefixStore("react/ctrl", store), rank, size, timeout) if size > 1 else None
         self._keys: Dict[tuple, KeyState] = {}
-        self._closed_stats: Optional[dict] = None
         self._plans: Dict[tuple, object] = {}
         self._patterns: Dict[bytes, Pattern] = {}
         self._delegated_logged = set()
@@ -80,7 +79,7 @@ class ReactBackend(Collectives, Delegated, route.BASE):
         self._others = [r for r in range(size) if r != rank]
         # one host: nothing crosses a network, nothing to tune
         tuned = size > 1 and self.cfg.tune and not (self._hier is not None and len(self.layout.hosts) == 1)
-        self._control = Control(self.cfg, self._ctrl_pg, rank, size, self._decode) if tuned else None
+        self._control = Control(self.cfg, self._ctrl_pg, rank, size, self._decode, tuned)
         _live.add(self)
         _held.add(self)
 
@@ -136,10 +135,7 @@ class ReactBackend(Collectives, Delegated, route.BASE):
         self._lane.close()  # the ledger's watchdog still running: a mismatched call queued here must end
         if self._ledger is not None:
             self._ledger.close()
-        if self._control is not None:
-            self._control.close(self._timeout.total_seconds() + 10)
-            self._closed_stats = self._control.stats()
-            self._control = None
+        self._control.close(self._timeout.total_seconds() + 10)
         for ex in self._executors.values():
             ex.close()
         self._executors.clear()
@@ -154,26 +150,23 @@ class ReactBackend(Collectives, Delegated, route.BASE):
         runs; react's one-host hierarchy, whose host phases are Gloo
         collectives, in 2 of 20."""
         self._gloo = self._ctrl_pg = self._nccl = self._check = None
-        self._hier = self._control = None
+        self._hier = None
         self._executors.clear()  # they hold the groups they send on
 
     def stats(self) -> List[dict]:
         """Per collective key: calls so far, the pattern version in force, the
-        patterns switched to and refused, and the epochs that waited for the
-        control plane (and for how long). A hierarchical group's keys are
+        patterns switched to and refused. A hierarchical group's keys are
         its rails' calls (a shard of each call, a pattern over hosts)."""
         out = []
         for (op, dtype, numel, root), st in self._keys.items():
-            out.append({"op": op, "dtype": dtype, "numel": numel, "root": root, "algo": st.pattern.algo, "epochs": st.epoch,
-                        "version": st.version, "switches": st.switches, "refused": st.refused, "tuned": st.tuned,
-                        "waits": st.waits, "wait_s": st.wait_s})
+            k = self._control.key_stats(st)
+            out.append({"op": op, "dtype": dtype, "numel": numel, "root": root, "algo": st.pattern.algo, "epochs": k["epoch"],
+                        "version": k["version"], "switches": k["switches"], "refused": k["refused"], "tuned": k["tuned"]})
         return out
 
     def report(self):
         """The leader's last report sent to this rank (reporting.Report), None
         before one or without a tuner; asks for a newer one. Never waits."""
-        if self._control is None:
-            return None
         d = self._control.report()
         if d is None:
             return None
@@ -185,8 +178,6 @@ class ReactBackend(Collectives, Delegated, route.BASE):
         seconds they waited, pattern switches; the group clock's estimates
         (clock.py: how many, this rank's offset to the leader and the round
         trip that bounds its error)."""
-        if self._control is None:
-            return dict(self._closed_stats) if self._closed_stats else {"exchanges": 0, "control_messages": 0, "waits": 0, "wait_s": 0.0, "switches": 0}
         return self._control.stats()
 
     # ---- plumbing
@@ -237,11 +228,7 @@ class ReactBackend(Collectives, Delegated, route.BASE):
         st = self._keys.get(key)
         if st is None:
             raw = _lib.generate_pattern(op, self.cfg.algo(op), size, root)
-            st = KeyState(pattern=self._decode(raw))
-            st.tuned = numel >= 2 * size * max(st.pattern.nchunks, 1)
-            self._keys[key] = st
-            if self._control is not None:
-                self._control.keys[key] = st
+            st = self._keys[key] = self._control.key(key, raw, t.element_size(), t.device.type == "cuda")
         return key, st
 
     def _run(self, op: str, t: torch.Tensor, numel: int, work: torch.Tensor, reduce: str = "sum", root: int = -1, keep: bool = False) -> None:
@@ -284,8 +271,7 @@ class ReactBackend(Collectives, Delegated, route.BASE):
         if self._hier is not None:
             rank, size, peers = self.layout.host(self._rank), len(self.layout.hosts), rail.global_ranks if rail is not None else []
         key, st = self._state(op, t, numel, root, size)
-        if self._control is not None:
-            self._control.begin(key, st)
+        self._control.begin(st)
         salt = check(st) if check is not None else 0
         t0 = time.perf_counter()
         fct, entry = {}, None
@@ -310,16 +296,13 @@ class ReactBackend(Collectives, Delegated, route.BASE):
             else:
                 fct = ex.run(st.pattern, pl, work, reduce, salt, entered, keep)
         elapsed = time.perf_counter() - t0
-        if self._control is not None:
-            self._control.end(key, st, fct, elapsed, entry)
-        else:
-            st.epoch += 1
+        self._control.end(st, fct, elapsed, entry)
 
     def _hold_s(self) -> float:
         """The test hook's hold on every message into this rank: when it is
         REACT_TEST_SLOW_RANK (on hosts, on that rank's host: every rail)."""
         slow = self._slow
-        if slow < 0 or self._control is None:
+        if slow < 0 or not self._control.tuned:
             return 0.0
         if self._hier is not None:
             return TEST_HOLD_S if self.layout.host(slow) == self.layout.host(self._rank) else 0.0

@@ -229,63 +229,101 @@ static void test_plan(void) {
     free(p);
 }
 
-/* The leader's tuners: one key, one exchange of 6 epochs, its report; the
- * errors that name what was wrong. The rules of the rows are
- * internal/leader's (datadriven tests there). */
-static void test_leader(void) {
+/* A rank's control plane, as a tuned group's leader of one: one key, two
+ * epochs, their exchange, the leader's answer and the vote; the errors that
+ * name what was wrong. The rules are internal/control's (datadriven tests
+ * there). */
+static void test_control(void) {
     size_t len, need = 0, got = 0;
     uint8_t* p = generate("allreduce", "ring", 4, -1, &len);
     CHECK(p != NULL, "ring allreduce");
     if (!p) return;
     pattern_view v;
     read_pattern(p, len, &v);
-    uint64_t h = 0;
-    EXPECT(react_leader_create(&h), REACT_OK, "");
-    EXPECT(react_leader_key(h, 7, p, len, 0, 4e6, "{\"label\": \"t\", \"key\": [\"t\"]}", ""), REACT_OK, "");
-    EXPECT(react_leader_key(h, 7, p, len, 0, 4e6, "{}", ""), REACT_E_ARG, "key 7 added twice");
-    EXPECT(react_leader_key(h, 8, p, len, 0, 4e6, "{\"Bogus\": 1}", ""), REACT_E_INVALID, "Bogus");
-    EXPECT(react_leader_key(h, 8, p, len / 2, 0, 4e6, "{}", ""), REACT_E_INVALID, "react_leader_key");
-    enum { E = 6 };
-    int64_t row = v.nflows + 1 + v.ranks;
-    double* values = malloc(sizeof(double) * (size_t)(E * row));
-    double* fct = malloc(sizeof(double) * (size_t)(E * v.nflows));
-    double el[E];
-    synth_fcts(&v, 4e6, 0, E, 2, fct, el);
-    int64_t layout[3 + 2 * E] = {1, 7, E};
-    for (int e = 0; e < E; e++) {
-        layout[3 + 2 * e] = e;
-        layout[4 + 2 * e] = 0;
-        double* r = values + e * row;
-        double last = 0;
-        for (int64_t f = 0; f < v.nflows; f++) {
-            r[f] = 1e-3 * (double)(f / 4 + 1) + fct[e * v.nflows + f]; /* arrivals, step by step */
-            if (r[f] > last) last = r[f];
-        }
-        r[v.nflows] = last;
-        for (int64_t k = 0; k < v.ranks; k++) r[v.nflows + 1 + k] = 0;
+    uint64_t h = 0, other = 0;
+    const char* conf = "{\"batch\": 2, \"history\": 8, \"min_calls\": 0, \"tuned\": true, \"leader\": true}";
+    EXPECT(react_control_create("{\"batch\": 2, \"bogus\": 1}", &h), REACT_E_INVALID, "bogus");
+    EXPECT(react_control_create("{\"batch\": 0, \"history\": 8}", &h), REACT_E_INVALID, "batch 0");
+    EXPECT(react_control_create(conf, NULL), REACT_E_ARG, "NULL");
+    EXPECT(react_control_create(conf, &h), REACT_OK, "");
+    EXPECT(react_control_create("{\"batch\": 2, \"history\": 8, \"tuned\": true}", &other), REACT_OK, "");
+    int id = -1;
+    EXPECT(react_control_key(h, p, len, 4096, 4, "{\"Bogus\": 1}", "", &id), REACT_E_INVALID, "Bogus");
+    EXPECT(react_control_key(h, p, len / 2, 4096, 4, "{}", "", &id), REACT_E_INVALID, "react_control_key");
+    EXPECT(react_control_key(h, p, len, -1, 4, "{}", "", &id), REACT_E_ARG, "numel -1");
+    EXPECT(react_control_key(h, p, len, 4096, 4, "{\"label\": \"t\", \"key\": [\"t\"]}", "", &id), REACT_OK, "");
+    CHECK(id == 0, "first key id %d", id);
+    int64_t* flows = malloc(sizeof(int64_t) * (size_t)v.nflows);
+    double* arr = malloc(sizeof(double) * (size_t)v.nflows);
+    for (int64_t f = 0; f < v.nflows; f++) {
+        flows[f] = f;
+        arr[f] = 1e-3 * (double)(f / 4 + 1);
     }
-    EXPECT(react_leader_exchange(h, layout, 3 + 2 * E, values, (size_t)(E * row)), REACT_OK, "");
-    EXPECT(react_leader_exchange(h, layout, 3 + 2 * E, values, (size_t)(E * row) - 1), REACT_E_INVALID, "values");
-    layout[1] = 9;
-    EXPECT(react_leader_exchange(h, layout, 3 + 2 * E, values, (size_t)(E * row)), REACT_E_INVALID, "key 9");
-    EXPECT(react_leader_decisions(h, NULL, 0, &need), REACT_E_SHORT, "needed");
-    uint8_t* dec = malloc(need);
-    EXPECT(react_leader_decisions(h, dec, need, &got), REACT_OK, "");
-    CHECK(got == need && (dec[0] & 0xf0) == 0x90, "decisions: %zu bytes, first 0x%02x, want a msgpack array", got, dec[0]);
-    EXPECT(react_leader_report(h, 1, NULL, 0, &need), REACT_E_SHORT, "needed");
+    int64_t epoch = -1, version = -1, due[3], out2[2];
+    EXPECT(react_control_begin(h, 5, &epoch, &version), REACT_E_ARG, "key 5");
+    EXPECT(react_control_begin(h, id, &epoch, &version), REACT_OK, "");
+    CHECK(epoch == 0 && version == 0, "epoch %lld version %lld", (long long)epoch, (long long)version);
+    flows[0] = v.nflows;
+    EXPECT(react_control_end(h, id, flows, arr, (size_t)v.nflows, 0.01, 0, 1.0, 0, due), REACT_E_INVALID, "flow");
+    flows[0] = 0;
+    EXPECT(react_control_end(h, id, flows, NULL, (size_t)v.nflows, 0.01, 0, 1.0, 0, due), REACT_E_ARG, "NULL");
+    EXPECT(react_control_begin(h, id, &epoch, &version), REACT_OK, "");
+    EXPECT(react_control_end(h, id, flows, arr, (size_t)v.nflows, 0.01, 0, 1.0, 0, due), REACT_OK, "");
+    CHECK(due[0] == 1 && due[1] == 0, "epoch 1: recorded %lld, due %lld", (long long)due[0], (long long)due[1]);
+    EXPECT(react_control_begin(h, id, &epoch, &version), REACT_OK, "");
+    EXPECT(react_control_end(h, id, flows, arr, (size_t)v.nflows, 0.01, 0, 1.0, 0, due), REACT_OK, "");
+    CHECK(due[0] == 1 && due[1] == 1 && due[2] < 1, "epoch 2: recorded %lld, due %lld, need %lld", (long long)due[0],
+          (long long)due[1], (long long)due[2]);
+    uint8_t rb[16];
+    EXPECT(react_control_report(h, 1, rb, sizeof rb, &got), REACT_OK, "");
+    CHECK(got == 0, "no report before an answer: %zu bytes", got);
+    EXPECT(react_control_send(h, 1.0, out2), REACT_OK, "");
+    CHECK(out2[0] == 1 && out2[1] == 0, "sent %lld, deferred %lld", (long long)out2[0], (long long)out2[1]);
+    EXPECT(react_control_fill(h, 1, 0, flows, arr, 1, 0.01), REACT_E_INVALID, "0 deferred");
+    EXPECT(react_control_row(h, 2, NULL, 0, &need), REACT_E_STATE, "exchange 2");
+    EXPECT(react_control_row(h, 1, NULL, 0, &need), REACT_E_SHORT, "needed");
+    int64_t width = v.nflows + 1 + v.ranks;
+    CHECK((int64_t)need == 2 * width + 1, "row of %zu values, want %lld", need, (long long)(2 * width + 1));
+    double* row = malloc(sizeof(double) * need);
+    EXPECT(react_control_row(h, 1, row, need, &got), REACT_OK, "");
+    CHECK(row[v.nflows] == 0.01 && row[need - 1] == 1.0, "elapsed %g, report slot %g", row[v.nflows], row[need - 1]);
+    EXPECT(react_control_take(other, 1, row, need), REACT_E_STATE, "leader");
+    EXPECT(react_control_take(h, 1, row, need), REACT_OK, "");
+    EXPECT(react_control_answer(h, 1, 0.0, NULL, 0, &need), REACT_E_SHORT, "needed");
+    uint8_t* body = malloc(need);
+    EXPECT(react_control_answer(h, 1, 0.0, body, need, &got), REACT_OK, "");
+    int64_t ok[4];
+    EXPECT(react_control_check(h, 1, body, got / 2, ok, 4, &need), REACT_E_INVALID, "answer");
+    EXPECT(react_control_check(h, 1, body, got, ok, 4, &need), REACT_OK, "");
+    int64_t res[2] = {-1, -1};
+    uint8_t refusals[64];
+    EXPECT(react_control_accept(h, 1, ok, need, res, refusals, sizeof refusals, &got), REACT_OK, "");
+    CHECK(res[0] == 0 && res[1] == 0 && got == 2 && memcmp(refusals, "[]", 2) == 0, "accept: %lld refused, resync %lld, %zu bytes",
+          (long long)res[0], (long long)res[1], got);
+    EXPECT(react_control_accept(h, 2, ok, 0, res, refusals, sizeof refusals, &got), REACT_E_STATE, "exchange 2");
+    EXPECT(react_control_report(h, 0, NULL, 0, &need), REACT_E_SHORT, "needed");
     char* rep = malloc(need + 1);
-    EXPECT(react_leader_report(h, 1, (uint8_t*)rep, need, &got), REACT_OK, "");
+    EXPECT(react_control_report(h, 0, (uint8_t*)rep, need, &got), REACT_OK, "");
     rep[got] = 0;
     CHECK(strstr(rep, "\"exchange\":1") && strstr(rep, "\"key\":[\"t\"]") && strstr(rep, "\"base\":0"), "report: %.200s", rep);
-    EXPECT(react_leader_reset(h, 9), REACT_E_ARG, "key 9");
-    EXPECT(react_leader_reset(h, 7), REACT_OK, "");
-    EXPECT(react_leader_close(h), REACT_OK, "");
-    EXPECT(react_leader_close(h), REACT_E_HANDLE, "leader handle");
-    EXPECT(react_leader_exchange(h, layout, 3 + 2 * E, values, (size_t)(E * row)), REACT_E_HANDLE, "leader handle");
+    EXPECT(react_control_offset(h, NAN), REACT_E_ARG, "offset");
+    EXPECT(react_control_offset(h, 0.5), REACT_OK, "");
+    char st[256];
+    EXPECT(react_control_stats(h, (uint8_t*)st, sizeof st - 1, &got), REACT_OK, "");
+    st[got] = 0;
+    CHECK(strstr(st, "\"exchanges\":1") && strstr(st, "\"epoch\":3") && strstr(st, "\"tuned\":true"), "stats: %s", st);
+    EXPECT(react_control_pattern(h, id, 0, NULL, 0, &need), REACT_E_SHORT, "needed");
+    CHECK(need == len, "pattern of %zu bytes, want %zu", need, len);
+    EXPECT(react_control_pattern(h, id, 1, NULL, 0, &need), REACT_E_ARG, "no version 1");
+    EXPECT(react_control_close(other), REACT_OK, "");
+    EXPECT(react_control_close(h), REACT_OK, "");
+    EXPECT(react_control_close(h), REACT_E_HANDLE, "control handle");
+    EXPECT(react_control_begin(h, id, &epoch, &version), REACT_E_HANDLE, "control handle");
     free(rep);
-    free(dec);
-    free(fct);
-    free(values);
+    free(body);
+    free(row);
+    free(arr);
+    free(flows);
     free(p);
 }
 
@@ -610,7 +648,7 @@ int main(int argc, char** argv) {
     test_limits();
     test_layout();
     test_plan();
-    test_leader();
+    test_control();
     test_handles_unknown();
     test_settings();
     test_tuner();

@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from conftest import ROOT, launch
-from react_torch.control import DEPTH
+from react_torch import _lib
 
 
 @pytest.mark.parametrize("n", [2, 3, 4, 8])
@@ -150,6 +150,7 @@ def test_fct_log_replays(tmp_path):
                 live.append((r["version"], r["epoch"]))
             v = r["version"]
     assert live, "the slow rank made no switch"
+    depth = _lib.Control('{"batch": 6, "history": 48, "min_calls": 2, "tuned": false, "leader": false}').stats()["depth"]
     due = [re.match(r"-> version (\d+) from epoch (\d+)", x.strip()) for x in rep.stdout.splitlines() if x.strip().startswith("->")]
     due = [(int(m.group(1)), int(m.group(2))) for m in due if m]
     assert len(due) >= len(live), (live, rep.stdout[-3000:])
@@ -157,7 +158,7 @@ def test_fct_log_replays(tmp_path):
         # the same version, at the tuner's epoch or later: when the exchange
         # DEPTH after the one that carried it is sent (a batch of B = 6 each);
         # the replay follows the log's switch and says so when it was late
-        assert lv == dv and de <= le <= de + (DEPTH + 1) * 6, (live, due)
+        assert lv == dv and de <= le <= de + (depth + 1) * 6, (live, due)
         assert le == de or f"version {lv} ran from epoch {le} (due from epoch {de})" in rep.stdout, rep.stdout[-3000:]
     assert "stopping" not in rep.stdout
 

@@ -404,14 +404,14 @@ def groups():
 
 
 def refuse():
-    """The leader's tuner is made to emit corrupted patterns: every rank
+    """The leader's answers are made to carry corrupted patterns: every rank
     refuses them, keeps the pattern in force, and results stay exact."""
     import msgpack
     import numpy as np
 
     from react_torch import _lib
 
-    orig = _lib.Leader.decisions
+    orig = _lib.Control.answer
 
     def corrupt(raw):
         m = msgpack.unpackb(raw, raw=False)
@@ -421,12 +421,14 @@ def refuse():
         m["flows"]["dst"]["data"] = dst.tobytes()
         return msgpack.packb(m)
 
-    def corrupted(self):
-        return [(key, ver, eff, corrupt(raw)) for key, ver, eff, raw in orig(self)]
+    def corrupted(self, x, now):
+        a = msgpack.unpackb(orig(self, x, now), raw=False)
+        a["decisions"] = [[i, eff, ver, corrupt(raw)] for i, eff, ver, raw in a.get("decisions") or []]
+        return msgpack.packb(a)
 
     rank, n, gloo = init()
     if rank == 0:
-        _lib.Leader.decisions = corrupted
+        _lib.Control.answer = corrupted
     pg = react_torch.backend_of()
     for it in range(60):
         x = data(rank, 4096, torch.int64, it)
@@ -434,12 +436,12 @@ def refuse():
         dist.all_reduce(x)
         dist.all_reduce(ref, group=gloo)
         same(x, ref, f"epoch {it}")
-    st = pg._keys[("allreduce", "int64", 4096, -1)]
-    if st.refused == 0 or st.version != 0 or st.switches != 0:
-        raise AssertionError(f"rank {rank}: refused {st.refused}, version {st.version}, switches {st.switches}")
+    st = next(k for k in pg.stats() if (k["op"], k["dtype"], k["numel"]) == ("allreduce", "int64", 4096))
+    if st["refused"] == 0 or st["version"] != 0 or st["switches"] != 0:
+        raise AssertionError(f"rank {rank}: {st}")
     dist.barrier()
     dist.destroy_process_group()
-    print(f"OK refuse refused={st.refused}", flush=True)
+    print(f"OK refuse refused={st['refused']}", flush=True)
 
 
 def fctlog():
