@@ -70,7 +70,7 @@ def _declare(lib: ctypes.CDLL) -> None:
         "react_control_key": ([c.c_uint64, u8p, c.c_size_t, c.c_int64, c.c_int, c.c_char_p, c.c_char_p, c.POINTER(c.c_int)], c.c_int),
         "react_control_begin": ([c.c_uint64, c.c_int, c.POINTER(c.c_int64), c.POINTER(c.c_int64)], c.c_int),
         "react_control_pattern": ([c.c_uint64, c.c_int, c.c_int64, u8p, c.c_size_t, sizep], c.c_int),
-        "react_control_end": ([c.c_uint64, c.c_int, c.POINTER(c.c_int64), c.POINTER(c.c_double), c.c_size_t, c.c_double, c.c_int, c.c_double, c.c_int, c.POINTER(c.c_int64)], c.c_int),
+        "react_control_end": ([c.c_uint64, c.c_int, c.c_void_p, c.c_void_p, c.c_size_t, c.c_double, c.c_int, c.c_double, c.c_int, c.POINTER(c.c_int64)], c.c_int),
         "react_control_send": ([c.c_uint64, c.c_double, c.POINTER(c.c_int64)], c.c_int),
         "react_control_fill": ([c.c_uint64, c.c_int64, c.c_int64, c.POINTER(c.c_int64), c.POINTER(c.c_double), c.c_size_t, c.c_double], c.c_int),
         "react_control_row": ([c.c_uint64, c.c_int64, c.POINTER(c.c_double), c.c_size_t, sizep], c.c_int),
@@ -208,7 +208,9 @@ class Control:
         h = ctypes.c_uint64(0)
         _check(lib().react_control_create(config_json.encode(), ctypes.byref(h)), "control create")
         self._h = h.value
+        self._lib = lib()  # per call, no fork check: the backend refuses a forked child's calls first (_admit)
         self._e, self._v = ctypes.c_int64(0), ctypes.c_int64(0)
+        self._ep, self._vp = ctypes.byref(self._e), ctypes.byref(self._v)
         self._due = (ctypes.c_int64 * 3)()
         self._row = (ctypes.c_double * 0)()
 
@@ -220,7 +222,7 @@ class Control:
 
     def begin(self, key: int) -> Tuple[int, int]:
         """(epoch, version in force)"""
-        _check(lib().react_control_begin(self._h, key, ctypes.byref(self._e), ctypes.byref(self._v)), "control begin")
+        _check(self._lib.react_control_begin(self._h, key, self._ep, self._vp), "control begin")
         return self._e.value, self._v.value
 
     def pattern(self, key: int, version: int) -> bytes:
@@ -231,9 +233,8 @@ class Control:
         """flows: int64, arrivals: float64 (numpy, contiguous, or None).
         (recorded, exchange due or 0, the answer it needs)"""
         n = 0 if flows is None else len(flows)
-        fp = flows.ctypes.data_as(ctypes.POINTER(ctypes.c_int64)) if n else None
-        ap = arrivals.ctypes.data_as(ctypes.POINTER(ctypes.c_double)) if n else None
-        _check(lib().react_control_end(self._h, key, fp, ap, n, elapsed, entry, entry_at, int(deferred), self._due), "control end")
+        fp, ap = (flows.ctypes.data, arrivals.ctypes.data) if n else (None, None)
+        _check(self._lib.react_control_end(self._h, key, fp, ap, n, elapsed, entry, entry_at, int(deferred), self._due), "control end")
         return self._due[0], self._due[1], self._due[2]
 
     def send(self, at: float) -> Tuple[int, int]:
