@@ -213,13 +213,13 @@ class ReactBackend(Collectives, Delegated, route.BASE):
                         break
 
     def _decode(self, raw: bytes) -> Pattern:
-        """Decodes a pattern with its layout. The layout is the one check:
-        libreact refuses a malformed or not exactly-once pattern there, so
+        """Checks and decodes a pattern: libreact refuses a malformed or not
+        exactly-once pattern (making its layout, which is not kept), so
         every rank checks what it runs, once per distinct pattern."""
         p = self._patterns.get(raw)
         if p is None:
-            layout = _lib.pattern_layout(raw)
-            p = Pattern.decode(raw, layout)
+            _lib.pattern_layout(raw)  # the check: ReactError if it fails
+            p = Pattern.decode(raw)
             self._patterns[raw] = p
         return p
 

@@ -8,52 +8,30 @@ ranges they carry and the order they run in all come from libreact.
 from __future__ import annotations
 
 import dataclasses
-from typing import Dict, List, Optional, Tuple
+from typing import Dict, List, Tuple
 
 import msgpack
-import numpy as np
-
 from . import _lib
 
-REDUCE, COPY = 1, 2
-
-
-def _col(c: dict) -> np.ndarray:
-    return np.frombuffer(c["data"], dtype=c["dtype"])
+REDUCE = 1  # a range's kind in a plan; the other is a copy
 
 
 @dataclasses.dataclass
 class Pattern:
+    """A checked pattern (backend._decode) as the executor needs it: what it
+    is, and its msgpack form, from which libreact makes each rank's plan."""
+
     op: str
     algo: str
     ranks: int
     root: int
-    chunk: np.ndarray
-    step: np.ndarray
-    src: np.ndarray
-    dst: np.ndarray
-    kind: np.ndarray
-    fraction: np.ndarray
+    nflows: int
     raw: bytes
-    exchange_row: int = 0  # values of one epoch in the control plane's exchange (pkg/wire/exchange.go)
-
-    @property
-    def nflows(self) -> int:
-        return len(self.src)
-
-    @property
-    def nchunks(self) -> int:
-        return int(self.chunk.max()) + 1 if self.nflows else 0
 
     @classmethod
-    def decode(cls, raw: bytes, layout: Optional[bytes] = None) -> "Pattern":
+    def decode(cls, raw: bytes) -> "Pattern":
         m = msgpack.unpackb(raw, raw=False)
-        f = m["flows"]
-        p = cls(op=m["op"], algo=m["algo"], ranks=int(m["ranks"]), root=int(m["root"]), chunk=_col(f["chunk"]), step=_col(f["step"]),
-                src=_col(f["src"]), dst=_col(f["dst"]), kind=_col(f["kind"]), fraction=_col(f["fraction"]), raw=raw)
-        if layout is not None:
-            p.exchange_row = int(msgpack.unpackb(layout, raw=False)["exchange_row"])
-        return p
+        return cls(op=m["op"], algo=m["algo"], ranks=int(m["ranks"]), root=int(m["root"]), nflows=int(m["flows"]["src"]["shape"][0]), raw=raw)
 
 
 @dataclasses.dataclass(eq=False)
@@ -67,7 +45,7 @@ class Message:
     tag: int  # the step modulo the plan's tag_steps
     flows: List[int]
     ranges: List[Tuple[int, int]] = dataclasses.field(default_factory=list)
-    kinds: List[int] = dataclasses.field(default_factory=list)  # per range: REDUCE or COPY
+    kinds: List[int] = dataclasses.field(default_factory=list)  # per range: REDUCE or a copy
     size: int = 0
     segs: List[Tuple[int, int]] = dataclasses.field(default_factory=list)
     # a send: the receives it waits for, and per dep whether it streams along it segment by segment

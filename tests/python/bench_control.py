@@ -4,7 +4,7 @@ _lib.Control as the backend makes them), untuned and tuned, on one process.
 
     python tests/python/bench_control.py [--calls 20000] [--ranks 8] [--algo tree]
 
-A tuned call's record carries this rank's arrivals (the flows into rank 0)
+A tuned call's record carries this rank's arrivals (the flows into rank 0, from its plan)
 as the backend passes them: two numpy arrays made from the executor's dict.
 The batch is made too large to fill, so nothing is exchanged: what is timed
 is what every call pays. Prints microseconds per call.
@@ -17,7 +17,7 @@ import time
 import numpy as np
 
 from react_torch import _lib
-from react_torch.pattern import Pattern
+from react_torch.pattern import Pattern, plan
 
 
 def main() -> None:
@@ -31,7 +31,7 @@ def main() -> None:
     for tuned in (False, True):
         c = _lib.Control(json.dumps({"batch": 10**9, "history": 10**9, "min_calls": 0, "tuned": tuned, "leader": False}))
         k = c.key(raw, 1 << 24, 4, "{}", "")
-        flows = [f for f, d in enumerate(Pattern.decode(raw, _lib.pattern_layout(raw)).dst) if d == 0]
+        flows = [f for m in plan(Pattern.decode(raw), 0, 1 << 24, 4, 0).recvs for f in m.flows]
         fct = {f: 1e-4 * (i + 1) for i, f in enumerate(flows)}
         t0 = time.perf_counter()
         for _ in range(a.calls):

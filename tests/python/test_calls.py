@@ -21,7 +21,7 @@ def test_tags_fit_gloo_and_are_distinct():
     rng = random.Random(1)
     salts = [0, 1, top, top - 1] + [rng.randrange(top) for _ in range(50)]
     raw = _lib.generate_pattern("allreduce", "ring", 2, -1)
-    pl = plan(Pattern.decode(raw, _lib.pattern_layout(raw)), 0, 8, 4, 0)  # the tag constants come from libreact's plan
+    pl = plan(Pattern.decode(raw), 0, 8, 4, 0)  # the tag constants come from libreact's plan
     for s, step, seg in itertools.product(salts, range(pl.tag_steps), range(pl.max_segments)):
         t = executor.tag(pl, s, Message(step=step, src=0, dst=1, tag=step % pl.tag_steps, flows=[]), seg)
         assert 0 <= t < agree.CHECK_TAG

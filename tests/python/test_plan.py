@@ -21,7 +21,7 @@ CASES = [(op, algo, n) for op, algos in ALGOS.items() for algo in algos for n in
 def _pattern(op, algo, n):
     root = n - 1 if op in ("broadcast", "reduce") else -1
     raw = _lib.generate_pattern(op, algo, n, root)
-    return Pattern.decode(raw, _lib.pattern_layout(raw))
+    return Pattern.decode(raw)
 
 
 def _numel(op, n):
