@@ -66,6 +66,11 @@ type Config struct {
 	// FCT from the flow's own start (react_torch's dataflow executor, the
 	// simulator).
 	Stepped bool `json:"Stepped" help:"react: the FCTs come from a step-by-step executor (react_torch's before its dataflow one)"`
+	// OneHost (Model "react"): every rank of the pattern runs on one host,
+	// so no flow crosses a shared fabric (ECMP paths, switch links): a pair
+	// that stands out there is a busy CPU or the host's own copy path, and
+	// the pair history's trials (the fabric fallback) are off.
+	OneHost bool `json:"OneHost" help:"react: every rank runs on one host (no fabric): the pair history's trials are off"`
 	// Confidence (Model "react"): a change is kept when its gain is
 	// significant at this one-sided level (Welch's t-test on the collective
 	// times before and after it).

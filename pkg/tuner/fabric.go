@@ -36,7 +36,7 @@ import (
 // predicts more than the collective took: a busy host; on the slow-host
 // files such pairs stand out too, and trials there were pure cost).
 func (t *reactLoop) fabricTrial(d *Decision, epoch int, pr *links.Predictor) *Decision {
-	if t.eval != nil || t.next != nil {
+	if t.eval != nil || t.next != nil || t.cfg.OneHost {
 		return d
 	}
 	// a network the link model finds quiet reaches here without the

@@ -21,13 +21,27 @@ import (
 // stay few (a kept one gained; the reverts are what trying costs) and
 // the pattern that runs at the end is no slower than the initial one.
 func TestFabricTrialsAreJudgedAndFew(t *testing.T) {
+	if tried := fabricTrials(t, false); tried == 0 {
+		t.Error("no fabric trial in any run: the fallback never fired")
+	}
+}
+
+// On one host there is no fabric: the same pairs standing out (a busy
+// CPU's) get no trial.
+func TestOneHostHasNoFabricTrials(t *testing.T) {
+	if tried := fabricTrials(t, true); tried != 0 {
+		t.Errorf("%d fabric trials on one host", tried)
+	}
+}
+
+func fabricTrials(t *testing.T, oneHost bool) int {
 	cross := func(a, b int32) bool { return (a%4 < 2) != (b%4 < 2) }
 	tried := 0
 	for _, algo := range []string{"tree", "ring"} {
 		p, _ := pattern.Generate(ten.AllReduce, algo, 8, -1)
 		for seed := uint64(1); seed <= 3; seed++ {
 			cfg := tuner.DefaultConfig()
-			cfg.Seed = seed
+			cfg.Seed, cfg.OneHost = seed, oneHost
 			tu, err := tuner.New(cfg, p, msg)
 			if err != nil {
 				t.Fatal(err)
@@ -74,9 +88,7 @@ func TestFabricTrialsAreJudgedAndFew(t *testing.T) {
 			}
 		}
 	}
-	if tried == 0 {
-		t.Error("no fabric trial in any run: the fallback never fired")
-	}
+	return tried
 }
 
 // Collisions in a fabric that no pair of the pattern shows: ranks of one

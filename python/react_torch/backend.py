@@ -79,7 +79,9 @@ class ReactBackend(Collectives, Delegated, route.BASE):
         self._others = [r for r in range(size) if r != rank]
         # one host: nothing crosses a network, nothing to tune
         tuned = size > 1 and self.cfg.tune and not (self._hier is not None and len(self.layout.hosts) == 1)
-        self._control = Control(self.cfg, self._ctrl_pg, rank, size, self._decode, tuned)
+        # a flat group on one host: its flows cross no fabric
+        one_host = self._hier is None and self.layout is not None and len(self.layout.hosts) == 1
+        self._control = Control(self.cfg, self._ctrl_pg, rank, size, self._decode, tuned, one_host)
         _live.add(self)
         _held.add(self)
 

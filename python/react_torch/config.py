@@ -41,8 +41,9 @@ _FIELDS = {
 # how the executor that ran it times flows (control.py: the CPU dataflow
 # records arrivals and entries on the group clock, read by the dependency
 # rule; CUDA's step batches record step ends, read from the receiver's
-# previous step).
-_FIXED = ("Stepped",)
+# previous step); OneHost that every rank of the pattern is on one host
+# (hosts.py found them so), where no flow crosses a fabric.
+_FIXED = ("Stepped", "OneHost")
 
 _TYPES = {"int": int, "float": float, "string": str, "bool": bool}
 

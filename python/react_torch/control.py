@@ -56,8 +56,10 @@ class Control:
     counted, nothing is exchanged and no thread runs."""
 
     def __init__(self, cfg: Config, group: Optional[dist.ProcessGroup], rank: int, size: int,
-                 decode: Callable[[bytes], Pattern], tuned: bool):
+                 decode: Callable[[bytes], Pattern], tuned: bool, one_host: bool = False):
+        """one_host: every rank of the group's patterns is on one host."""
         self.cfg, self.group, self.rank, self.size, self.decode = cfg, group, rank, size, decode
+        self.one_host = one_host
         self.tuned, self.leader = tuned, tuned and rank == cfg.leader
         self.go = _lib.Control(json.dumps({"batch": cfg.B, "history": cfg.H, "min_calls": cfg.min_calls, "tuned": tuned,
                                            "leader": self.leader}))
@@ -89,7 +91,7 @@ class Control:
         stepped: its records are CUDA step ends."""
         op, dtype, numel, root = key
         label = f"{op} {dtype} x{numel}" + (f" root {root}" if root >= 0 else "")
-        conf = {**self.cfg.tuner_json(), "Stepped": stepped, "label": label, "key": list(key)}
+        conf = {**self.cfg.tuner_json(), "Stepped": stepped, "OneHost": self.one_host, "label": label, "key": list(key)}
         path = log_path(self.cfg.fct_log, key) if self.cfg.fct_log and self.leader else ""
         i = self.go.key(raw, numel, itemsize, json.dumps(conf), path)
         st = KeyState(id=i, pattern=self.decode(raw), tuned=self.go.stats()["keys"][i]["tuned"])

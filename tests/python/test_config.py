@@ -44,8 +44,9 @@ def test_tuner_settings_come_from_libreact():
     from react_torch import _lib
 
     listed = {s["name"]: s for s in _lib.tuner_settings()}
-    assert listed["Stepped"]["type"] == "bool"  # a property of the executor, not a setting
-    assert set(config.tuner_settings()) == set(listed) - {"Stepped"}
+    # properties of the executor and of the group, not settings
+    assert listed["Stepped"]["type"] == listed["OneHost"]["type"] == "bool"
+    assert set(config.tuner_settings()) == set(listed) - {"Stepped", "OneHost"}
     cfg = config.Config()
     assert cfg.tuner_json() == {}
     pat = _lib.generate_pattern("allreduce", "ring", 2, -1)
