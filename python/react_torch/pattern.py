@@ -13,7 +13,7 @@ from typing import Dict, List, Tuple
 import msgpack
 from . import _lib
 
-REDUCE = 1  # a range's kind in a plan; the other is a copy
+REDUCE, COPY = 1, 2  # a plan range's kind (pkg/plan)
 
 
 @dataclasses.dataclass
@@ -45,7 +45,7 @@ class Message:
     tag: int  # the step modulo the plan's tag_steps
     flows: List[int]
     ranges: List[Tuple[int, int]] = dataclasses.field(default_factory=list)
-    kinds: List[int] = dataclasses.field(default_factory=list)  # per range: REDUCE or a copy
+    kinds: List[int] = dataclasses.field(default_factory=list)  # per range: REDUCE or COPY
     size: int = 0
     segs: List[Tuple[int, int]] = dataclasses.field(default_factory=list)
     # a send: the receives it waits for, and per dep whether it streams along it segment by segment
