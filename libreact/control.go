@@ -10,6 +10,7 @@ import (
 	"errors"
 	"math"
 	"os"
+	"runtime"
 	"runtime/cgo"
 	"strings"
 	"sync"
@@ -114,6 +115,12 @@ func react_go_control_create(config *C.char, h *C.uint64_t) (st C.int) {
 	}
 	ch := &controlHandle{p: p, log: log}
 	if cc.Leader && cc.Tuned {
+		// The tuners' goroutine keeps a P busy for a search; with one P
+		// every react_control_* call of the collective thread would wait
+		// for the scheduler to preempt it (up to 10 ms).
+		if runtime.GOMAXPROCS(0) < 2 {
+			runtime.GOMAXPROCS(2)
+		}
 		ch.l = leader.New(log)
 		ch.jobs = make(chan job, 64)
 		ch.done = make(chan struct{})

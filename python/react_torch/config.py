@@ -31,7 +31,7 @@ _FIELDS = {
     "fct_log": ("REACT_FCT_LOG", str, "", "write per-flow FCTs in the react replay format, one file per collective: PATH.OP.DTYPE.NUMEL[.rootR].jsonl (leader)"),
     "log_level": ("REACT_LOG_LEVEL", int, 2, "libreact log level: 0 debug, 1 info, 2 warn, 3 error, 4 off"),
     "log_path": ("REACT_LOG_PATH", str, "", "libreact log file ('' = stderr)"),
-    "gomaxprocs": ("REACT_GOMAXPROCS", int, 1, "Go threads per rank (0 = Go's default, all CPUs)"),
+    "gomaxprocs": ("REACT_GOMAXPROCS", int, 1, "Go threads per rank (0 = Go's default, all CPUs; a tuned group's leader takes at least 2: its tuners keep one)"),
     "segment_bytes": ("REACT_SEGMENT_BYTES", int, 0, "a message is sent in segments of about this size, so reducing one overlaps receiving the next (0: whole)"),
     "min_calls": ("REACT_MIN_CALLS", int, 3, "a key is tuned only from its this-many-th call on"),
     "check_calls": ("REACT_CHECK_CALLS", bool, False, "also compare every rank's call before any of its data moves, even between the ranks that agree, and on NCCL (default: on with TORCH_DISTRIBUTED_DEBUG=DETAIL, as Gloo's own check; it costs about 30% of a 1 MB AllReduce on 4 CPU ranks here). Without it a call's tags carry its signature and a mismatch still fails on every rank"),
