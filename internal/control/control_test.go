@@ -27,7 +27,6 @@ package control
 import (
 	"fmt"
 	"math"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -62,32 +61,9 @@ func TestDataDriven(t *testing.T) {
 }
 
 func (s *script) exec(d *datadriven.TestData) (string, error) {
-	args := map[string]string{}
-	for _, a := range d.CmdArgs {
-		args[a.Key] = strings.Join(a.Vals, ",")
-	}
-	_, flag := args["leader"]
-	has := func(k string) bool { _, ok := args[k]; return ok }
-	real := func(k string, def float64) float64 {
-		if v, ok := args[k]; ok {
-			f, err := strconv.ParseFloat(v, 64)
-			if err != nil {
-				panic(err)
-			}
-			return f
-		}
-		return def
-	}
-	num := func(k string, def int) int {
-		if v, ok := args[k]; ok {
-			n, err := strconv.Atoi(v)
-			if err != nil {
-				panic(err)
-			}
-			return n
-		}
-		return def
-	}
+	args := fixture.ArgsOf(d)
+	has, num, real := args.Has, args.Int, args.Float
+	flag := has("leader")
 	id, x := num("id", 0), num("x", 1)
 	switch d.Cmd {
 	case "plane":
@@ -209,7 +185,7 @@ func (s *script) exec(d *datadriven.TestData) (string, error) {
 			q = p.Clone()
 			q.Flows = q.Flows[1:]
 		} else {
-			sw := fixture.Ints(args["swap"])
+			sw := args.Ints("swap")
 			q = transform.Apply(p, transform.GlobalSwap(sw[0], sw[1]))
 		}
 		raw, err := wire.EncodeMsgpack(q)
@@ -260,9 +236,9 @@ func (s *script) exec(d *datadriven.TestData) (string, error) {
 		return out.String(), nil
 	case "accept":
 		votes := s.ok
-		if v, ok := args["votes"]; ok {
+		if has("votes") {
 			votes = nil
-			for _, n := range fixture.Ints(v) {
+			for _, n := range args.Ints("votes") {
 				votes = append(votes, n != 0)
 			}
 		}

@@ -29,7 +29,6 @@ import (
 	"fmt"
 	"math"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -73,20 +72,8 @@ func TestDataDriven(t *testing.T) {
 }
 
 func (s *script) exec(d *datadriven.TestData) (string, error) {
-	args := map[string]string{}
-	for _, a := range d.CmdArgs {
-		args[a.Key] = strings.Join(a.Vals, ",")
-	}
-	num := func(k string, def int) int {
-		if v, ok := args[k]; ok {
-			n, err := strconv.Atoi(v)
-			if err != nil {
-				panic(err)
-			}
-			return n
-		}
-		return def
-	}
+	args := fixture.ArgsOf(d)
+	num := args.Int
 	id := num("id", 0)
 	switch d.Cmd {
 	case "key":
@@ -97,7 +84,7 @@ func (s *script) exec(d *datadriven.TestData) (string, error) {
 		v := num("version", 0)
 		k := Key{Name: []byte(fmt.Sprintf(`["allreduce","float32",%d,-1]`, testBytes/4)), Label: fmt.Sprintf("key %d", id),
 			MessageBytes: testBytes, Config: tuner.DefaultConfig()}
-		if _, ok := args["log"]; ok {
+		if args.Has("log") {
 			s.logs[id] = &memLog{}
 			k.Log = s.logs[id]
 		}
@@ -131,10 +118,10 @@ func (s *script) exec(d *datadriven.TestData) (string, error) {
 			if _, ok := args["noelapsed"]; ok {
 				row[len(p.Flows)] = math.NaN()
 			}
-			if slices.Contains(fixture.Ints(args["missing"]), e) {
+			if slices.Contains(args.Ints("missing"), e) {
 				row[1] = math.NaN()
 			}
-			if slices.Contains(fixture.Ints(args["noentry"]), e) {
+			if slices.Contains(args.Ints("noentry"), e) {
 				row[len(row)-1] = math.NaN()
 			}
 			s.values = append(s.values, row...)
@@ -151,7 +138,7 @@ func (s *script) exec(d *datadriven.TestData) (string, error) {
 		return s.decisions()
 	case "raw":
 		var layout []int64
-		for _, v := range fixture.Ints(args["layout"]) {
+		for _, v := range args.Ints("layout") {
 			layout = append(layout, int64(v))
 		}
 		values := make([]float64, num("values", 0))
