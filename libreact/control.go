@@ -261,7 +261,7 @@ func react_go_control_pattern(h C.uint64_t, id C.int, version C.int64_t, buf *C.
 	})
 }
 
-// record reads a record's arrays (caller memory, copied by the plane).
+// record views a record's arrays in caller memory (the plane copies what it keeps).
 func record(flows *C.int64_t, arrivals *C.double, n C.size_t, elapsed C.double) (control.Record, bool) {
 	r := control.Record{Elapsed: float64(elapsed), Entry: -1}
 	if n == 0 {
@@ -270,11 +270,7 @@ func record(flows *C.int64_t, arrivals *C.double, n C.size_t, elapsed C.double) 
 	if flows == nil || arrivals == nil {
 		return r, false
 	}
-	fs := unsafe.Slice((*int64)(unsafe.Pointer(flows)), int(n))
-	r.Flows = make([]int, n)
-	for i, f := range fs {
-		r.Flows[i] = int(max(min(f, math.MaxInt32), -1))
-	}
+	r.Flows = unsafe.Slice((*int64)(unsafe.Pointer(flows)), int(n))
 	r.Arrivals = unsafe.Slice((*float64)(unsafe.Pointer(arrivals)), int(n))
 	return r, true
 }

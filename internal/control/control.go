@@ -60,7 +60,7 @@ func (c Config) Validate() error {
 
 // Record is what one rank measured of one epoch it took part in.
 type Record struct {
-	Flows    []int     // flows this rank received, by index in the pattern
+	Flows    []int64   // flows this rank received, by index in the pattern
 	Arrivals []float64 // each one's arrival, seconds from this rank's entry
 	Elapsed  float64   // the call's time on this rank
 	Entry    int       // this rank's rank in the pattern, -1: it ran no part
@@ -283,7 +283,7 @@ func fill(row []float64, f int, r Record) error {
 		return fmt.Errorf("%d flows, %d arrivals", len(r.Flows), len(r.Arrivals))
 	}
 	for i, fl := range r.Flows {
-		if fl < 0 || fl >= f {
+		if fl < 0 || fl >= int64(f) {
 			return fmt.Errorf("flow %d of a pattern of %d flows", fl, f)
 		}
 		if !finite(r.Arrivals[i]) || r.Arrivals[i] < 0 {

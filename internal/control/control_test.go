@@ -150,7 +150,7 @@ func (s *script) exec(d *datadriven.TestData) (string, error) {
 		r := Record{Elapsed: 0.01}
 		for f, fl := range d.p.Flows {
 			if fl.Dst == 0 {
-				r.Flows, r.Arrivals = append(r.Flows, f), append(r.Arrivals, 1e-3*float64(f+1))
+				r.Flows, r.Arrivals = append(r.Flows, int64(f)), append(r.Arrivals, 1e-3*float64(f+1))
 			}
 		}
 		if has("bad") {
@@ -286,7 +286,7 @@ func (s *script) record(id, v int, deferred, bad bool) Record {
 	if id >= 0 {
 		for f, fl := range s.c.keys[id].patterns[v].Flows {
 			if fl.Dst == 0 {
-				r.Flows, r.Arrivals = append(r.Flows, f), append(r.Arrivals, 1e-3*float64(f+1))
+				r.Flows, r.Arrivals = append(r.Flows, int64(f)), append(r.Arrivals, 1e-3*float64(f+1))
 			}
 		}
 	}
@@ -361,7 +361,7 @@ func BenchmarkEnd(b *testing.B) {
 				r := Record{Elapsed: 1e-3, Entry: 0}
 				for f, fl := range p.Flows {
 					if fl.Dst == 0 {
-						r.Flows, r.Arrivals = append(r.Flows, f), append(r.Arrivals, 1e-4)
+						r.Flows, r.Arrivals = append(r.Flows, int64(f)), append(r.Arrivals, 1e-4)
 					}
 				}
 				b.ResetTimer()
