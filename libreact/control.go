@@ -88,7 +88,6 @@ func onControl(who string, h C.uint64_t, f func(ch *controlHandle) C.int) C.int 
 
 type controlConfig struct {
 	Batch    int  `json:"batch"`
-	History  int  `json:"history"`
 	MinCalls int  `json:"min_calls"`
 	Tuned    bool `json:"tuned"`
 	Leader   bool `json:"leader"`
@@ -105,7 +104,7 @@ func react_go_control_create(config *C.char, h *C.uint64_t) (st C.int) {
 	if err := strictJSON(C.GoString(config), &cc); err != nil {
 		return fail(C.REACT_E_INVALID, "%s: %v", who, err)
 	}
-	p, err := control.New(control.Config{Batch: cc.Batch, History: cc.History, MinCalls: cc.MinCalls, Tuned: cc.Tuned, Leader: cc.Leader})
+	p, err := control.New(control.Config{Batch: cc.Batch, MinCalls: cc.MinCalls, Tuned: cc.Tuned, Leader: cc.Leader})
 	if err != nil {
 		return fail(C.REACT_E_INVALID, "%s: %v", who, err)
 	}
@@ -147,6 +146,9 @@ func strictJSON(s string, v any) error {
 // tune is the leader's tuners' goroutine.
 func (ch *controlHandle) tune() {
 	defer close(ch.done)
+	if err := background(); err != nil {
+		ch.log.Debug("control: the tuners run at normal priority", zap.Error(err))
+	}
 	for j := range ch.jobs {
 		if j.reset >= 0 {
 			if err := ch.l.Reset(j.reset); err != nil {

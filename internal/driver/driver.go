@@ -236,6 +236,7 @@ func (d *Driver) observe(b *wire.FCTBatch) error {
 			}
 			fct = d.durations(p, fct, b.EntryRow(e))
 		}
+		d.tu.Ahead(b.Epochs - 1 - e)
 		dec, err := d.tu.Observe(epoch, fct, b.Elapsed[e])
 		if err != nil {
 			return errorf(Invalid, "%v", err)

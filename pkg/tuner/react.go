@@ -279,6 +279,10 @@ func (t *reactLoop) decide(epoch int) *Decision {
 		d.Note = fmt.Sprintf("link model did not explain the collective time %d batch(es) ago", t.batchNo+1-t.uncalibrated)
 		return t.fabricTrial(d, epoch, pr)
 	}
+	if t.ahead >= t.cfg.B {
+		d.Note = "search left to the newer batch in hand"
+		return t.fabricTrial(d, epoch, pr)
+	}
 	d.Explored = true
 	// A fit that misses its flows by more than the calibration tolerance
 	// does not resolve small steps: each must then clear what the whole

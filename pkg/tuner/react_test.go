@@ -391,3 +391,53 @@ func TestReactWaitsAfterTheModelMissedTheCollective(t *testing.T) {
 		t.Errorf("a change in batch %d, %d batch(es) after the check last failed", firstChange, firstChange-lastFail)
 	}
 }
+
+// An exchange that brings several batches at once (Ahead): only the newest
+// is searched, and it finds what a batch-by-batch tuner finds on it.
+func TestReactSearchesOnlyTheNewestBatchInHand(t *testing.T) {
+	p := pattern.TreeAllReduce(8)
+	net := quietNet(8)
+	net.Down[5] = 4
+	cfg := tuner.DefaultConfig()
+	var rp links.Replayer
+	fct := make([]float64, len(p.Flows))
+	mk := rp.Replay(p, critpath.New(p), msg, net, nil, fct)
+	noise := fixture.Noise(0.02, 1)
+	run := func(inHand int) []*tuner.Decision {
+		tu, err := tuner.New(cfg, p, msg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var ds []*tuner.Decision
+		for e := range 3 * cfg.B {
+			row := make([]float64, len(fct))
+			for i, v := range fct {
+				row[i] = v * noise(e*len(fct)+i, p.Flows[i])
+			}
+			tu.Ahead(max(0, inHand-1-e))
+			d, err := tu.Observe(e, row, mk)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d != nil {
+				ds = append(ds, d)
+			}
+		}
+		return ds
+	}
+	one, all := run(0), run(3*cfg.B)
+	if len(one) == 0 || len(all) != 3 {
+		t.Fatalf("%d and %d decisions, want some batch by batch and 3 with all in hand", len(one), len(all))
+	}
+	if !one[0].Explored || one[0].Pattern == nil {
+		t.Fatalf("batch by batch, the first batch did not find the congested link: %+v", one[0])
+	}
+	for _, d := range all[:2] {
+		if d.Explored || d.Pattern != nil || d.Note != "search left to the newer batch in hand" {
+			t.Errorf("batch %d of three in hand: explored %v, pattern %v, note %q", d.Batch, d.Explored, d.Pattern != nil, d.Note)
+		}
+	}
+	if !all[2].Explored || all[2].Pattern == nil {
+		t.Errorf("the newest batch in hand was not searched or found nothing: %+v", all[2])
+	}
+}

@@ -102,6 +102,8 @@ type Tuner struct {
 	// untimed: an epoch came without its collective time (its FCTs'
 	// critical path stood in)
 	untimed bool
+	// ahead: epochs after the one being observed that are already in hand
+	ahead int
 
 	loop     loop            // the feedback loop of cfg.Model
 	rejected map[string]bool // patterns of reverted changes, not to be tried again
@@ -206,6 +208,13 @@ func (t *Tuner) Observe(epoch int, fct []float64, elapsed float64) (*Decision, e
 	t.batchNo++
 	return d, nil
 }
+
+// Ahead says that n epochs after the next one observed are already in
+// hand (a runtime's exchange carries several batches at once). A batch
+// that a later one in hand will follow skips the link model's search: a
+// change found on it would take effect no sooner, on older data, and leave
+// the batches after it unused.
+func (t *Tuner) Ahead(n int) { t.ahead = n }
 
 func mean(xs []float64) float64 {
 	s := 0.0
