@@ -225,7 +225,7 @@ int react_tuner_report(uint64_t h, uint8_t* buf, size_t cap, size_t* len);
  * also holds every key's tuner, which take the exchanges on a thread of
  * their own and write the FCT logs. Calls on one handle run one at a time. */
 
-/* config_json: {"batch": B, "history": H, "min_calls": M, "tuned": bool,
+/* config_json: {"batch": B, "min_calls": M, "tuned": bool,
  * "leader": bool}; REACT_E_INVALID names an unknown or bad field. */
 int react_control_create(const char* config_json, uint64_t* handle);
 

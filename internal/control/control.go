@@ -34,6 +34,10 @@ const (
 	Depth = 2
 	// ExchangeS is the time between exchanges that fast calls are batched up to.
 	ExchangeS = 1.0
+	// MaxValues bounds the values a rank's row of one key carries in one
+	// exchange (8 MB): a stretched period must not make the reduction of a
+	// large pattern's records huge.
+	MaxValues = 1 << 20
 	// Resync: the group clock's offset is estimated again every this many
 	// exchanges (hosts' clocks drift apart by microseconds a minute).
 	Resync = 64
@@ -43,7 +47,6 @@ const (
 // recorded or exchanged.
 type Config struct {
 	Batch    int // epochs of the clock key per exchange (the tuner's B)
-	History  int // the tuner's H: the period stays at most H/2 epochs
 	MinCalls int // a key's epochs before this count are not recorded
 	Tuned    bool
 	Leader   bool
@@ -51,9 +54,8 @@ type Config struct {
 
 // Validate says what is wrong with c.
 func (c Config) Validate() error {
-	if c.Batch < 1 || c.History < c.Batch || c.MinCalls < 0 {
-		return fmt.Errorf("control: batch %d, history %d, min calls %d: want batch >= 1, history >= batch, min calls >= 0",
-			c.Batch, c.History, c.MinCalls)
+	if c.Batch < 1 || c.MinCalls < 0 {
+		return fmt.Errorf("control: batch %d, min calls %d: want batch >= 1, min calls >= 0", c.Batch, c.MinCalls)
 	}
 	return nil
 }
@@ -437,7 +439,7 @@ func (c *Plane) Deadline(x int) (float64, error) {
 // Answer is the leader's answer to exchange x (its msgpack form): the
 // decisions made so far for keys x carries, the exchange period from
 // x + Depth on (Batch epochs of the clock key, or a multiple of Batch that
-// spaces exchanges ExchangeS apart, up to History / 2), and report (the
+// spaces exchanges ExchangeS apart, up to MaxValues a key), and report (the
 // tuners' newest, made for an exchange that asked; nil: none).
 func (c *Plane) Answer(x int, report []byte) ([]byte, error) {
 	ex, err := c.exchange(x)
@@ -468,9 +470,23 @@ func (c *Plane) Answer(x int, report []byte) ([]byte, error) {
 	if !math.IsNaN(c.interval) {
 		perBatch := c.interval * float64(c.cfg.Batch) / float64(c.every)
 		n := int(math.Round(ExchangeS / max(perBatch, 1e-9)))
-		a.Every = c.cfg.Batch * max(1, min(c.cfg.History/(2*c.cfg.Batch), n))
+		a.Every = c.cfg.Batch * max(1, min(n, MaxValues/(c.cfg.Batch*c.widest())))
 	}
 	return wire.EncodeAnswer(a)
+}
+
+// widest is the longest row of a tuned key's patterns (1 when none).
+func (c *Plane) widest() int {
+	w := 1
+	for _, k := range c.keys {
+		if !k.tuned {
+			continue
+		}
+		for _, p := range k.patterns {
+			w = max(w, wire.ExchangeRowLen(len(p.Flows), p.Ranks))
+		}
+	}
+	return w
 }
 
 // Check reads the answer to exchange x and checks every pattern it carries

@@ -4,7 +4,7 @@ package control
 // of etcd-io/raft; `go test ./internal/control -rewrite` rewrites the
 // expected output after a deliberate change.
 //
-//	plane batch=3 history=12 [mincalls=0] [leader] [untuned]
+//	plane batch=3 [mincalls=0] [leader] [untuned]
 //	key algo=ring ranks=4 [numel=4096] [op=allreduce]
 //	    adds a key; prints its id and whether it is tuned.
 //	run id=0 [n=1] [at=T] [deferred] [bad]
@@ -67,7 +67,7 @@ func (s *script) exec(d *datadriven.TestData) (string, error) {
 	id, x := num("id", 0), num("x", 1)
 	switch d.Cmd {
 	case "plane":
-		c, err := New(Config{Batch: num("batch", 3), History: num("history", 12), MinCalls: num("mincalls", 0), Tuned: !has("untuned"), Leader: flag})
+		c, err := New(Config{Batch: num("batch", 3), MinCalls: num("mincalls", 0), Tuned: !has("untuned"), Leader: flag})
 		if err != nil {
 			return "", err
 		}
@@ -298,7 +298,7 @@ func (s *script) record(id, v int, deferred, bad bool) Record {
 }
 
 func TestConfigRefused(t *testing.T) {
-	for _, c := range []Config{{Batch: 0, History: 8}, {Batch: 4, History: 2}, {Batch: 2, History: 8, MinCalls: -1}} {
+	for _, c := range []Config{{Batch: 0}, {Batch: -1}, {Batch: 2, MinCalls: -1}} {
 		if _, err := New(c); err == nil {
 			t.Errorf("%+v accepted", c)
 		}
@@ -308,7 +308,7 @@ func TestConfigRefused(t *testing.T) {
 // Every Resync-th accepted exchange tells the runtime to estimate the group
 // clock again, the same exchange on every rank.
 func TestResync(t *testing.T) {
-	c, err := New(Config{Batch: 1, History: 8, Tuned: true, Leader: true})
+	c, err := New(Config{Batch: 1, Tuned: true, Leader: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -354,7 +354,7 @@ func BenchmarkEnd(b *testing.B) {
 	for _, algo := range []string{"tree", "ring"} {
 		for _, n := range []int{8, 64} {
 			b.Run(fmt.Sprintf("%s/%d", algo, n), func(b *testing.B) {
-				c, _ := New(Config{Batch: 6, History: 48, Tuned: true})
+				c, _ := New(Config{Batch: 6, Tuned: true})
 				p, _ := pattern.Generate(ten.AllReduce, algo, n, -1)
 				raw, _ := wire.EncodeMsgpack(p)
 				id := c.AddKey(p, raw, 1<<30)

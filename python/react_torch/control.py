@@ -61,7 +61,7 @@ class Control:
         self.cfg, self.group, self.rank, self.size, self.decode = cfg, group, rank, size, decode
         self.one_host = one_host
         self.tuned, self.leader = tuned, tuned and rank == cfg.leader
-        self.go = _lib.Control(json.dumps({"batch": cfg.B, "history": cfg.H, "min_calls": cfg.min_calls, "tuned": tuned,
+        self.go = _lib.Control(json.dumps({"batch": cfg.B, "min_calls": cfg.min_calls, "tuned": tuned,
                                            "leader": self.leader}))
         self.keys: Dict[Key, KeyState] = {}
         self.error: Optional[BaseException] = None
@@ -109,17 +109,18 @@ class Control:
     def end(self, st: KeyState, fct, elapsed: float, entry: Optional[Tuple[int, float]] = None) -> None:
         """Records the epoch begun; entry is (this rank's rank in the
         pattern, the perf_counter() it entered the call at), None where it
-        ran no part. fct: {flow: arrival}, or CUDA's reader of them."""
+        ran no part. fct: the plan the executor ran (its arrivals), None
+        where this rank ran none, or CUDA's reader of the arrivals."""
         if not st.tuned:
-            self.go.end(st.id, None, None, elapsed)
+            self.go.end(st.id, None, elapsed)
             return
         if callable(fct):
-            rec, x, need = self.go.end(st.id, None, None, 0.0, deferred=True)
+            rec, x, need = self.go.end(st.id, None, 0.0, deferred=True)
             if rec:
                 self.timers.append(fct)
         else:
             er, at = entry if entry is not None else (-1, 0.0)
-            rec, x, need = self.go.end(st.id, *_arrays(fct), elapsed, er, at)
+            rec, x, need = self.go.end(st.id, fct, elapsed, er, at)
         if x:
             self._send(need)
 
@@ -187,8 +188,7 @@ class Control:
                     return
                 x, timers = item
                 for i, read in enumerate(timers):  # CUDA: events read here, off the collective thread
-                    fct, elapsed = read()
-                    self.go.fill(x, i, *_arrays(fct), elapsed)
+                    self.go.fill(x, i, *read())
                 got = self._reduce(self.go.row(x))
                 body = b""
                 if got is not None:  # the leader
@@ -253,11 +253,6 @@ class Control:
         self.group.allreduce([t], opts).wait()
         self.messages += 1
         return t.tolist()
-
-
-def _arrays(fct: Dict[int, float]) -> Tuple[np.ndarray, np.ndarray]:
-    n = len(fct)
-    return np.fromiter(fct.keys(), dtype=np.int64, count=n), np.fromiter(fct.values(), dtype=np.float64, count=n)
 
 
 def log_path(base: str, key: Key) -> str:

@@ -241,12 +241,12 @@ static void test_control(void) {
     pattern_view v;
     read_pattern(p, len, &v);
     uint64_t h = 0, other = 0;
-    const char* conf = "{\"batch\": 2, \"history\": 8, \"min_calls\": 0, \"tuned\": true, \"leader\": true}";
+    const char* conf = "{\"batch\": 2, \"min_calls\": 0, \"tuned\": true, \"leader\": true}";
     EXPECT(react_control_create("{\"batch\": 2, \"bogus\": 1}", &h), REACT_E_INVALID, "bogus");
-    EXPECT(react_control_create("{\"batch\": 0, \"history\": 8}", &h), REACT_E_INVALID, "batch 0");
+    EXPECT(react_control_create("{\"batch\": 0}", &h), REACT_E_INVALID, "batch 0");
     EXPECT(react_control_create(conf, NULL), REACT_E_ARG, "NULL");
     EXPECT(react_control_create(conf, &h), REACT_OK, "");
-    EXPECT(react_control_create("{\"batch\": 2, \"history\": 8, \"tuned\": true}", &other), REACT_OK, "");
+    EXPECT(react_control_create("{\"batch\": 2, \"tuned\": true}", &other), REACT_OK, "");
     int id = -1;
     EXPECT(react_control_key(h, p, len, 4096, 4, "{\"Bogus\": 1}", "", &id), REACT_E_INVALID, "Bogus");
     EXPECT(react_control_key(h, p, len / 2, 4096, 4, "{}", "", &id), REACT_E_INVALID, "react_control_key");

@@ -150,7 +150,7 @@ def test_fct_log_replays(tmp_path):
                 live.append((r["version"], r["epoch"]))
             v = r["version"]
     assert live, "the slow rank made no switch"
-    depth = _lib.Control('{"batch": 6, "history": 48, "min_calls": 2, "tuned": false, "leader": false}').stats()["depth"]
+    depth = _lib.Control('{"batch": 6, "min_calls": 2, "tuned": false, "leader": false}').stats()["depth"]
     due = [re.match(r"-> version (\d+) from epoch (\d+)", x.strip()) for x in rep.stdout.splitlines() if x.strip().startswith("->")]
     due = [(int(m.group(1)), int(m.group(2))) for m in due if m]
     assert len(due) >= len(live), (live, rep.stdout[-3000:])
