@@ -229,11 +229,11 @@ class Control:
         lb = lib()
         return _sized(lambda b, c, n: lb.react_control_pattern(self._h, key, version, b, c, n), "control pattern", 4096)
 
-    def end(self, key: int, flows, arrivals, elapsed: float, entry: int = -1, entry_at: float = 0.0, deferred: bool = False) -> Tuple[int, int, int]:
-        """flows: int64, arrivals: float64 (numpy, contiguous, or None).
+    def end(self, key: int, pl, elapsed: float, entry: int = -1, entry_at: float = 0.0, deferred: bool = False) -> Tuple[int, int, int]:
+        """pl: the pattern.Plan whose arrivals the executor wrote, or None.
         (recorded, exchange due or 0, the answer it needs)"""
-        n = 0 if flows is None else len(flows)
-        fp, ap = (flows.ctypes.data, arrivals.ctypes.data) if n else (None, None)
+        n = 0 if pl is None else len(pl.flows)
+        fp, ap = pl.where if n else (None, None)
         _check(self._lib.react_control_end(self._h, key, fp, ap, n, elapsed, entry, entry_at, int(deferred), self._due), "control end")
         return self._due[0], self._due[1], self._due[2]
 

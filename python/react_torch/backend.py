@@ -276,7 +276,7 @@ class ReactBackend(Collectives, Delegated, route.BASE):
         self._control.begin(st)
         salt = check(st) if check is not None else 0
         t0 = time.perf_counter()
-        fct, entry = {}, None
+        fct, entry = None, None
         if work is not None:
             pk = (id(st.pattern), rank, numel, work.element_size())
             pl = self._plans.get(pk)

@@ -12,8 +12,8 @@ soon as the segments it carries have arrived and been applied at this rank
 link model's replay follow), so a tree or a ring streams as Gloo's own do
 and no flow waits for a step's slowest flow. A flow's record is its arrival:
 when its message's last segment arrived, in seconds from the moment this
-rank entered the call; the leader's tuner turns arrivals into durations by
-the same rule (critpath.DAG.Durations). Gloo's point-to-point works complete
+rank entered the call, written into the plan's arrivals; the leader's tuner
+turns arrivals into durations by the same rule (critpath.DAG.Durations). Gloo's point-to-point works complete
 only in wait(), so where one peer sends to a rank the calling thread waits
 for its messages, else a pool thread for each peer's; the thread that sees
 a segment arrive applies it and sends what it unblocks, under the call's
@@ -35,6 +35,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Dict, List, Optional, Tuple, Union
 
+import numpy as np
 import torch
 import torch.distributed as dist
 
@@ -49,9 +50,10 @@ def tag(pl: Plan, salt: int, m: Message, segment: int) -> int:
     Below 2^30, where the call check's and the kill's tags are."""
     return (salt * pl.tag_steps + m.tag) * pl.max_segments + segment
 
-# A CPU run returns its FCTs; a CUDA run a callable that waits for the GPU
-# and returns the FCTs and the collective's GPU time.
-FCT = Union[Dict[int, float], Callable[[], Tuple[Dict[int, float], float]]]
+# A CPU run returns its plan, whose arrivals it wrote; a CUDA run a callable
+# that waits for the GPU and returns the flows, their arrivals and the
+# collective's GPU time.
+FCT = Union[Plan, Callable[[], Tuple[np.ndarray, np.ndarray, float]]]
 
 
 class PeerError(RuntimeError):
@@ -145,18 +147,17 @@ class _Dataflow:
         self.ex, self.p, self.pl, self.work, self.reduce, self.salt = ex, p, pl, work, reduce, salt
         self.what = f"{p.op} of {work.numel()} {str(work.dtype).replace('torch.', '')} ({p.algo} pattern)"
 
-    def run(self, t0: float) -> Dict[int, float]:
+    def run(self, t0: float) -> Plan:
         ex, pl, work = self.ex, self.pl, self.work
         ns, nr = len(pl.sends), len(pl.recvs)
-        fct: Dict[int, float] = {}
+        arrivals = pl.arrivals
         recvs: List[Optional[_Recv]] = []
         scratch = ex._scratch(pl.need, work) if pl.need else None
-        # post every receive, in step order
+        # post every receive, in step order (one of no elements has its
+        # arrivals set by the plan)
         for m in pl.recvs:
             n = m.size
             if n == 0:
-                for f in m.flows:
-                    fct[f] = 1e-9
                 recvs.append(None)
                 continue
             into = [work[lo:hi] for lo, hi in m.ranges]
@@ -243,8 +244,7 @@ class _Dataflow:
                     if applied[j] == done[j]:
                         full[j] = True
                         left[0] -= 1
-                        for f in r.msg.flows:
-                            fct[f] = max(r.stamp - t0, 1e-9)
+                        arrivals[m.at : m.at + len(m.flows)] = max(r.stamp - t0, 1e-9)
                     progress = True
                     issue()
 
@@ -284,7 +284,7 @@ class _Dataflow:
             if sent[i] < len(pl.sends[i].segs):
                 raise RuntimeError(f"react_torch: {self.what}: send of step {pl.sends[i].step} never became ready (please report)")
         wait_sends(list(range(ns)))
-        return fct
+        return pl
 
 
 def _segment_events(rs: List[Tuple[int, "_Recv"]], hold_s: float = 0.0):
@@ -399,23 +399,20 @@ class Executor:
             self.pg._end_coalescing(dev).wait()  # orders the current stream after the batch
             end = torch.cuda.Event(enable_timing=True)
             end.record(stream)
-            flows = [f for m in recvs for f in m.flows]
-            timed.append((flows, start, end))
+            timed.append((slice(recvs[0].at, recvs[-1].at + len(recvs[-1].flows)) if recvs else slice(0, 0), start, end))
             for m, buf, parts in inbox:
                 if m is None:
                     continue
                 r = _Recv(m, buf, parts, m.kinds, [(0, buf.numel())])
                 r.apply(0, reduce)
 
-        def read() -> Tuple[Dict[int, float], float]:
-            out: Dict[int, float] = {}
+        def read() -> Tuple[np.ndarray, np.ndarray, float]:
+            out = pl.arrivals.copy()  # the next call's run may write the plan's before this is read
             first = timed[0][1] if timed else None
             for flows, _, end in timed:
                 end.synchronize()
-                at = max(first.elapsed_time(end) / 1e3, 1e-9)  # the step's end from the call's first event
-                for f in flows:
-                    out[f] = at
+                out[flows] = max(first.elapsed_time(end) / 1e3, 1e-9)  # the step's end from the call's first event
             whole = timed[0][1].elapsed_time(timed[-1][2]) / 1e3 if timed else 0.0
-            return out, whole
+            return pl.flows, out, whole
 
         return read

@@ -11,6 +11,7 @@ import dataclasses
 from typing import Dict, List, Tuple
 
 import msgpack
+import numpy as np
 from . import _lib
 
 REDUCE, COPY = 1, 2  # a plan range's kind (pkg/plan)
@@ -57,6 +58,7 @@ class Message:
     war: List[int] = dataclasses.field(default_factory=list)
     direct: bool = False
     offset: int = 0
+    at: int = 0  # a receive: where its flows start in the plan's flows and arrivals
 
 
 @dataclasses.dataclass(eq=False)
@@ -74,6 +76,12 @@ class Plan:
     by_peer: Dict[int, List[int]] = dataclasses.field(default_factory=dict)  # receives of elements by peer, in step order
     # per step: (sends, recvs), the CUDA path's batches
     steps: List[Tuple[List[Message], List[Message]]] = dataclasses.field(default_factory=list)
+    # every flow this rank receives, receive by receive, and its arrival in
+    # the last run (the executor writes them in place; libreact reads them
+    # where they lie): a call makes no record of its own
+    flows: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, np.int64))
+    arrivals: np.ndarray = dataclasses.field(default_factory=lambda: np.zeros(0, np.float64))
+    where: Tuple[int, int] = (0, 0)  # the two arrays' addresses
 
 
 def _pairs(x: List[int]) -> List[Tuple[int, int]]:
@@ -98,8 +106,13 @@ def plan(p: Pattern, rank: int, numel: int, itemsize: int, segment_bytes: int) -
     for i, m in enumerate(pl.sends):
         pl.per_peer.setdefault(m.dst, []).append(i)
         pl.steps[m.step - 1][0].append(m)
+    at = 0
     for j, m in enumerate(pl.recvs):
         pl.steps[m.step - 1][1].append(m)
         if m.size:
             pl.by_peer.setdefault(m.src, []).append(j)
+        m.at, at = at, at + len(m.flows)
+    pl.flows = np.array([f for m in pl.recvs for f in m.flows], dtype=np.int64)
+    pl.arrivals = np.full(at, 1e-9)  # a receive of no elements arrives at once
+    pl.where = (pl.flows.ctypes.data, pl.arrivals.ctypes.data)
     return pl
