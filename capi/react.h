@@ -45,7 +45,7 @@ extern "C" {
 
 /* The ABI version react_abi_version returns; bumped on any incompatible
  * change to this file. */
-#define REACT_ABI_VERSION 3
+#define REACT_ABI_VERSION 4
 
 /* ---- Status codes ---------------------------------------------------- */
 #define REACT_OK 0
@@ -250,8 +250,11 @@ int react_control_pattern(uint64_t h, int id, int64_t version, uint8_t* buf, siz
  * (indices in the pattern; seconds from its entry), the call's time, its
  * rank in the pattern and its entry time on its own clock (entry -1: it ran
  * no part). deferred != 0: the arrivals come later (react_control_fill).
- * due[3]: recorded (0/1), the exchange due now (0: none) and the answer
- * that must be in before it is sent (< 1: none). REACT_E_INVALID for a
+ * due[5]: recorded (0/1), the exchange due now (0: none), the answer
+ * that must be in before it is sent (< 1: none), the key's next epoch and
+ * whether its next react_control_begin may switch (0/1: a switch is
+ * scheduled). Where it may not and no exchange was sent since, the next
+ * epoch runs the version in force and begin can be skipped. REACT_E_INVALID for a
  * flow out of range or a time that is negative or not finite (the epoch
  * still counts). */
 int react_control_end(uint64_t h, int id, const int64_t* flows, const double* arrivals, size_t n,

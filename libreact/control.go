@@ -292,10 +292,13 @@ func react_go_control_end(h C.uint64_t, id C.int, flows *C.int64_t, arrivals *C.
 		if err != nil {
 			return fail(C.REACT_E_INVALID, "%s: %v", who, err)
 		}
-		out := unsafe.Slice((*int64)(unsafe.Pointer(due)), 3)
-		out[0], out[1], out[2] = 0, int64(d.X), int64(d.Need)
+		out := unsafe.Slice((*int64)(unsafe.Pointer(due)), 5)
+		out[0], out[1], out[2], out[3], out[4] = 0, int64(d.X), int64(d.Need), int64(d.Next), 0
 		if d.Recorded {
 			out[0] = 1
+		}
+		if d.Ask {
+			out[4] = 1
 		}
 		return C.REACT_OK
 	})

@@ -78,6 +78,11 @@ type Record struct {
 type Due struct {
 	Recorded bool
 	X, Need  int
+	// Next is the key's next epoch; Ask says its next Begin may switch
+	// (a switch is scheduled). Until an exchange is sent or Ask is set,
+	// the next epoch runs the version in force and Begin may be skipped.
+	Next int
+	Ask  bool
 }
 
 // Refusal is a decided pattern not every rank accepted.
@@ -233,8 +238,9 @@ func (c *Plane) End(id int, r Record) (Due, error) {
 	}
 	e := k.epoch
 	k.epoch++
+	due := Due{Next: k.epoch, Ask: len(k.pending) > 0}
 	if !k.tuned || e+1 < c.cfg.MinCalls {
-		return Due{}, nil
+		return due, nil
 	}
 	p := k.patterns[k.version]
 	row, err := c.row(p, r)
@@ -246,12 +252,13 @@ func (c *Plane) End(id int, r Record) (Due, error) {
 	if r.Deferred {
 		c.deferred = append(c.deferred, rec)
 	}
+	due.Recorded = true
 	n, b := len(k.records), c.every
 	if n >= b && (c.clock < 0 || c.clock == id || n >= 2*b) {
 		c.clock = id
-		return Due{Recorded: true, X: c.sent + 1, Need: c.sent + 1 - Depth}, nil
+		due.X, due.Need = c.sent+1, c.sent+1-Depth
 	}
-	return Due{Recorded: true}, nil
+	return due, nil
 }
 
 // row lays out one epoch's values (pkg/wire/exchange.go): -Inf where this

@@ -39,8 +39,15 @@ import (
 	"github.com/react-torch/react-torch/pkg/wire"
 )
 
+// promise is what End said of the next epoch: it runs version unless an
+// exchange is sent first (the runtime then skips Begin).
+type promise struct{ epoch, version, sends int }
+
 type script struct {
-	c      *Plane
+	c     *Plane
+	sends int
+	// per key, what its last End promised the next Begin (when it did)
+	skip   map[int]promise
 	at     float64
 	body   []byte
 	ok     []bool
@@ -71,7 +78,7 @@ func (s *script) exec(d *datadriven.TestData) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		s.c, s.at = c, 0
+		s.c, s.at, s.skip = c, 0, nil
 		return "ok\n", nil
 	case "key":
 		op := ten.AllReduce
@@ -98,15 +105,25 @@ func (s *script) exec(d *datadriven.TestData) (string, error) {
 			if err != nil {
 				return "", err
 			}
+			if p, ok := s.skip[id]; ok && p.sends == s.sends && (e != p.epoch || v != p.version) {
+				return "", fmt.Errorf("key %d: End promised epoch %d on version %d, Begin gave %d on %d", id, p.epoch, p.version, e, v)
+			}
 			st := s.c.Stats()[id]
 			if st.Switches > 0 && st.Version == v && e > 0 && s.switched(id, st.Switches) {
 				fmt.Fprintf(&out, "epoch %d: switched to version %d\n", e, v)
 			}
 			r := s.record(id, v, has("deferred"), has("bad"))
 			due, err := s.c.End(id, r)
+			delete(s.skip, id)
 			if err != nil {
 				fmt.Fprintf(&out, "epoch %d: error: %v\n", e, err)
 				continue
+			}
+			if !due.Ask {
+				if s.skip == nil {
+					s.skip = map[int]promise{}
+				}
+				s.skip[id] = promise{epoch: due.Next, version: v, sends: s.sends}
 			}
 			if due.X == 0 {
 				continue
@@ -120,6 +137,7 @@ func (s *script) exec(d *datadriven.TestData) (string, error) {
 			if err != nil {
 				return "", err
 			}
+			s.sends++
 			fmt.Fprintf(&out, "epoch %d: sent exchange %d at %g", e, got, s.at)
 			if def > 0 {
 				fmt.Fprintf(&out, " (%d deferred)", def)
@@ -136,6 +154,7 @@ func (s *script) exec(d *datadriven.TestData) (string, error) {
 		if err != nil {
 			return "", err
 		}
+		s.sends++
 		return fmt.Sprintf("sent exchange %d at %g (%d deferred)\n", got, s.at, def), nil
 	case "fill":
 		ex, err := s.c.exchange(x)

@@ -16,7 +16,7 @@ from typing import Callable, Optional, Tuple
 OK, NONE = 0, 1
 E_ARG, E_INVALID, E_SHORT, E_SEMANTICS, E_HANDLE, E_STATE = -1, -2, -3, -4, -5, -6
 E_FORK, E_PANIC, E_LIMIT = -11, -12, -13
-ABI_VERSION = 3
+ABI_VERSION = 4
 
 _lock = threading.Lock()
 _lib: Optional[ctypes.CDLL] = None
@@ -211,7 +211,7 @@ class Control:
         self._lib = lib()  # per call, no fork check: the backend refuses a forked child's calls first (_admit)
         self._e, self._v = ctypes.c_int64(0), ctypes.c_int64(0)
         self._ep, self._vp = ctypes.byref(self._e), ctypes.byref(self._v)
-        self._due = (ctypes.c_int64 * 3)()
+        self._due = (ctypes.c_int64 * 5)()
         self._row = (ctypes.c_double * 0)()
 
     def key(self, pattern: bytes, numel: int, itemsize: int, config_json: str, log_path: str = "") -> int:
@@ -231,11 +231,13 @@ class Control:
 
     def end(self, key: int, pl, elapsed: float, entry: int = -1, entry_at: float = 0.0, deferred: bool = False) -> Tuple[int, int, int]:
         """pl: the pattern.Plan whose arrivals the executor wrote, or None.
-        (recorded, exchange due or 0, the answer it needs)"""
+        (recorded, exchange due or 0, the answer it needs, the key's next
+        epoch, whether its next begin may switch)"""
         n = 0 if pl is None else len(pl.flows)
         fp, ap = pl.where if n else (None, None)
         _check(self._lib.react_control_end(self._h, key, fp, ap, n, elapsed, entry, entry_at, int(deferred), self._due), "control end")
-        return self._due[0], self._due[1], self._due[2]
+        d = self._due
+        return d[0], d[1], d[2], d[3], d[4]
 
     def send(self, at: float) -> Tuple[int, int]:
         """(exchange, its deferred records)"""

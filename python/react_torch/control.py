@@ -49,6 +49,8 @@ class KeyState:
     tuned: bool
     version: int = 0
     epoch: int = 0  # the epoch begun last
+    next: int = 0  # the next epoch, as the last end said
+    ready: int = -1  # the control plane's sends when end said the next epoch keeps the version in force
 
 
 class Control:
@@ -67,6 +69,7 @@ class Control:
         self.error: Optional[BaseException] = None
         self.cv = threading.Condition()
         self.replied = 0  # exchanges accepted
+        self.sends = 0  # exchanges sent
         self.messages = 0  # operations on the control group
         self.waits, self.wait_s = 0, 0.0  # epochs that waited for an answer
         self.timers: List[Callable] = []  # CUDA: the recorded epochs' event readers, not yet sent
@@ -102,6 +105,9 @@ class Control:
         """Starts the key's next epoch, on the pattern due then."""
         if self.error is not None:
             raise RuntimeError(f"react_torch: control plane failed: {self.error}") from self.error
+        if st.ready == self.sends:  # no switch can be due: libreact need not be asked
+            st.epoch = st.next
+            return
         st.epoch, v = self.go.begin(st.id)
         if v != st.version:
             st.pattern, st.version = self.decode(self.go.pattern(st.id, v)), v
@@ -112,15 +118,15 @@ class Control:
         ran no part. fct: the plan the executor ran (its arrivals), None
         where this rank ran none, or CUDA's reader of the arrivals."""
         if not st.tuned:
-            self.go.end(st.id, None, elapsed)
-            return
-        if callable(fct):
-            rec, x, need = self.go.end(st.id, None, 0.0, deferred=True)
+            rec, x, need, st.next, ask = self.go.end(st.id, None, elapsed)
+        elif callable(fct):
+            rec, x, need, st.next, ask = self.go.end(st.id, None, 0.0, deferred=True)
             if rec:
                 self.timers.append(fct)
         else:
             er, at = entry if entry is not None else (-1, 0.0)
-            rec, x, need = self.go.end(st.id, fct, elapsed, er, at)
+            rec, x, need, st.next, ask = self.go.end(st.id, fct, elapsed, er, at)
+        st.ready = -1 if ask else self.sends
         if x:
             self._send(need)
 
@@ -136,6 +142,7 @@ class Control:
                 raise RuntimeError(f"react_torch: control plane failed: {self.error}") from self.error
         at = time.perf_counter()
         x, n = self.go.send(at)
+        self.sends += 1
         timers, self.timers = self.timers[:n], self.timers[n:]
         self.q.put((x, timers))
 

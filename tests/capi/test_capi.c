@@ -259,7 +259,7 @@ static void test_control(void) {
         flows[f] = f;
         arr[f] = 1e-3 * (double)(f / 4 + 1);
     }
-    int64_t epoch = -1, version = -1, due[3], out2[2];
+    int64_t epoch = -1, version = -1, due[5], out2[2];
     EXPECT(react_control_begin(h, 5, &epoch, &version), REACT_E_ARG, "key 5");
     EXPECT(react_control_begin(h, id, &epoch, &version), REACT_OK, "");
     CHECK(epoch == 0 && version == 0, "epoch %lld version %lld", (long long)epoch, (long long)version);
@@ -269,7 +269,8 @@ static void test_control(void) {
     EXPECT(react_control_end(h, id, flows, NULL, (size_t)v.nflows, 0.01, 0, 1.0, 0, due), REACT_E_ARG, "NULL");
     EXPECT(react_control_begin(h, id, &epoch, &version), REACT_OK, "");
     EXPECT(react_control_end(h, id, flows, arr, (size_t)v.nflows, 0.01, 0, 1.0, 0, due), REACT_OK, "");
-    CHECK(due[0] == 1 && due[1] == 0, "epoch 1: recorded %lld, due %lld", (long long)due[0], (long long)due[1]);
+    CHECK(due[0] == 1 && due[1] == 0 && due[3] == 2 && due[4] == 0, "epoch 1: recorded %lld, due %lld, next %lld, ask %lld",
+          (long long)due[0], (long long)due[1], (long long)due[3], (long long)due[4]);
     EXPECT(react_control_begin(h, id, &epoch, &version), REACT_OK, "");
     EXPECT(react_control_end(h, id, flows, arr, (size_t)v.nflows, 0.01, 0, 1.0, 0, due), REACT_OK, "");
     CHECK(due[0] == 1 && due[1] == 1 && due[2] < 1, "epoch 2: recorded %lld, due %lld, need %lld", (long long)due[0],
