@@ -83,6 +83,17 @@ type Replayer struct {
 	touch  []int32
 	cursor []int32
 	heap   []shareEntry
+	live   []int32    // fillLinear: the links left, and the share each
+	key    []float64  // was last judged at
+	flink  [][4]int32 // by flow: the links it passes through, -1 padded
+	comp   []float64  // by link: its competing flows
+
+	// dataflow: the DAG whose successor lists succ holds, every flow's
+	// pred count and the flows without preds, for the next replay of it
+	// (a search replays many candidates of one DAG)
+	sdag  *critpath.DAG
+	npred []int32
+	roots []int32
 
 	// Stepped: each rank's flows by step (CSR over rflows, rank-major,
 	// step order), the rank's position in it, the flows of its current
@@ -180,6 +191,7 @@ func (r *Replayer) Replay(p *ten.Pattern, dag *critpath.DAG, bytes float64, net 
 	clear(r.lcnt)
 	r.lstart = grow(r.lstart, 3*n)
 	r.lend = grow(r.lend, 3*n)
+	r.links(p, net)
 	r.done, r.doneAt = r.done[:0], r.doneAt[:0]
 	for f := 0; f < nf; f++ {
 		fl := &p.Flows[f]
@@ -198,15 +210,56 @@ func (r *Replayer) Replay(p *ten.Pattern, dag *critpath.DAG, bytes float64, net 
 	return r.run(p, net, fct)
 }
 
-// dataflow readies the DAG's successor lists and the flows without preds.
+// links readies every flow's links (uplink, downlink, then its hosts'
+// where net shares them) and every link's competing flows, which share
+// would otherwise work out on every event.
+func (r *Replayer) links(p *ten.Pattern, net *Net) {
+	n := int32(p.Ranks)
+	r.flink = grow(r.flink, len(p.Flows))
+	for f := range p.Flows {
+		fl := &p.Flows[f]
+		ls := [4]int32{fl.Src, n + fl.Dst, -1, -1}
+		if net.Shared != nil {
+			h := hostLinks(fl, n, net.Shared)
+			ls[2], ls[3] = h[0], h[1]
+		}
+		r.flink[f] = ls
+	}
+	r.comp = grow(r.comp, 3*int(n))
+	copy(r.comp, net.Up)
+	copy(r.comp[n:], net.Down)
+	if net.Shared != nil {
+		copy(r.comp[2*n:], net.Shared)
+	} else {
+		clear(r.comp[2*n:])
+	}
+}
+
+// dataflow readies the DAG's successor lists and the flows without preds;
+// the lists stay for the next replay of the same DAG.
 func (r *Replayer) dataflow(dag *critpath.DAG, nf int) {
 	r.left = grow(r.left, nf)
+	if dag != r.sdag || len(r.npred) != nf {
+		r.index(dag, nf)
+	}
+	copy(r.left, r.npred)
+	r.active = append(r.active[:0], r.roots...)
+	for _, f := range r.roots {
+		r.start[f] = 0
+	}
+}
+
+// index builds the successor lists of dag (CSR), the pred counts and the
+// roots.
+func (r *Replayer) index(dag *critpath.DAG, nf int) {
+	r.sdag = nil
+	r.npred = grow(r.npred, nf)
 	r.sstart = grow(r.sstart, nf+1)
 	clear(r.sstart)
 	edges := 0
 	for f := 0; f < nf; f++ {
 		ps := dag.Preds(f)
-		r.left[f] = int32(len(ps))
+		r.npred[f] = int32(len(ps))
 		for _, g := range ps {
 			r.sstart[g+1]++
 		}
@@ -223,13 +276,13 @@ func (r *Replayer) dataflow(dag *critpath.DAG, nf int) {
 			r.cursor[g]++
 		}
 	}
-	r.active = r.active[:0]
+	r.roots = r.roots[:0]
 	for f := 0; f < nf; f++ {
-		if r.left[f] == 0 {
-			r.start[f] = 0
-			r.active = append(r.active, int32(f))
+		if r.npred[f] == 0 {
+			r.roots = append(r.roots, int32(f))
 		}
 	}
+	r.sdag = dag
 }
 
 // run is the event loop: fair rates, the next transfer end or completion,
@@ -240,7 +293,7 @@ func (r *Replayer) run(p *ten.Pattern, net *Net, fct []float64) float64 {
 	dirty := true
 	for len(r.active) > 0 || head < len(r.done) {
 		if dirty {
-			r.share(p, net)
+			r.share(net)
 			dirty = false
 		}
 		tEnd := math.Inf(1)
@@ -314,68 +367,87 @@ func (r *Replayer) run(p *ten.Pattern, net *Net, fct []float64) float64 {
 // filling: the link with the smallest fair share (capacity left over
 // unfrozen pattern flows plus its competing flows) fixes the rate of its
 // unfrozen flows, which then use up capacity on their other links.
-func (r *Replayer) share(p *ten.Pattern, net *Net) {
-	n := int32(p.Ranks)
-	shared := net.Shared != nil
+func (r *Replayer) share(net *Net) {
 	r.touch = r.touch[:0]
 	for _, f := range r.active {
-		fl := &p.Flows[f]
-		for _, l := range [2]int32{fl.Src, n + fl.Dst} {
+		for _, l := range r.flink[f] {
+			if l < 0 {
+				continue
+			}
 			if r.lcnt[l] == 0 {
 				r.touch = append(r.touch, l)
 			}
 			r.lcnt[l]++
 		}
-		if shared {
-			for _, l := range hostLinks(fl, n, net.Shared) {
-				if l < 0 {
-					continue
-				}
-				if r.lcnt[l] == 0 {
-					r.touch = append(r.touch, l)
-				}
-				r.lcnt[l]++
+		r.rate[f] = -1
+	}
+	for _, l := range r.touch {
+		r.lcap[l] = net.C
+	}
+	if len(r.touch) <= linearLinks {
+		r.fillLinear()
+	} else {
+		r.fillHeap()
+	}
+	for _, l := range r.touch {
+		r.lcnt[l] = 0
+	}
+}
+
+// linearLinks is the most links fillLinear takes: a scan for the
+// bottleneck beats a heap on the few links a small pattern has active
+// (BenchmarkReplay).
+const linearLinks = 16
+
+// fairShare is link l's fair share now.
+func (r *Replayer) fairShare(l int32) float64 {
+	return max(r.lcap[l], 0) / (float64(r.lcnt[l]) + r.comp[l])
+}
+
+// freeze sets the rate of link l's unfrozen flows, found in flows, to cur
+// and takes it from their links. The order the flows come in does not
+// matter: each takes the same cur.
+func (r *Replayer) freeze(l int32, cur float64, flows []int32) {
+	for _, f := range flows {
+		if r.rate[f] >= 0 {
+			continue
+		}
+		ls := &r.flink[f]
+		if ls[0] != l && ls[1] != l && ls[2] != l && ls[3] != l {
+			continue
+		}
+		r.rate[f] = cur
+		for _, o := range ls {
+			if o >= 0 {
+				r.lcap[o] -= cur
+				r.lcnt[o]--
 			}
 		}
 	}
+}
+
+// fillHeap is progressive filling with a heap of the links' shares.
+// A link's fair share only grows as flows freeze elsewhere (a flow frozen
+// at the smallest share frees at least its fair part), so a heap with
+// stale entries skipped gives the next bottleneck in log time.
+func (r *Replayer) fillHeap() {
 	off := int32(0)
 	for _, l := range r.touch {
-		r.lcap[l] = net.C
 		r.lstart[l], r.lend[l] = off, off
 		off += r.lcnt[l]
 	}
 	r.lflows = grow(r.lflows, int(off))
 	for _, f := range r.active {
-		fl := &p.Flows[f]
-		for _, l := range [2]int32{fl.Src, n + fl.Dst} {
-			r.lflows[r.lend[l]] = f
-			r.lend[l]++
-		}
-		if shared {
-			for _, l := range hostLinks(fl, n, net.Shared) {
-				if l >= 0 {
-					r.lflows[r.lend[l]] = f
-					r.lend[l]++
-				}
+		for _, l := range r.flink[f] {
+			if l >= 0 {
+				r.lflows[r.lend[l]] = f
+				r.lend[l]++
 			}
 		}
-		r.rate[f] = -1
 	}
-	competing := func(l int32) float64 {
-		switch {
-		case l < n:
-			return net.Up[l]
-		case l < 2*n:
-			return net.Down[l-n]
-		}
-		return net.Shared[l-2*n]
-	}
-	// A link's fair share only grows as flows freeze elsewhere (a flow
-	// frozen at the smallest share frees at least its fair part), so a heap
-	// with stale entries skipped gives the next bottleneck in log time.
 	h := r.heap[:0]
 	for _, l := range r.touch {
-		h = append(h, shareEntry{max(r.lcap[l], 0) / (float64(r.lcnt[l]) + competing(l)), l})
+		h = append(h, shareEntry{r.fairShare(l), l})
 	}
 	heapify(h)
 	for len(h) > 0 {
@@ -385,36 +457,49 @@ func (r *Replayer) share(p *ten.Pattern, net *Net) {
 		if r.lcnt[l] <= 0 {
 			continue
 		}
-		cur := max(r.lcap[l], 0) / (float64(r.lcnt[l]) + competing(l))
+		cur := r.fairShare(l)
 		if cur > e.share*(1+1e-12) {
 			h = pushHeap(h, shareEntry{cur, l})
 			continue
 		}
-		for _, f := range r.lflows[r.lstart[l]:r.lend[l]] {
-			if r.rate[f] >= 0 {
-				continue
-			}
-			r.rate[f] = cur
-			fl := &p.Flows[f]
-			for _, o := range [2]int32{fl.Src, n + fl.Dst} {
-				r.lcap[o] -= cur
-				r.lcnt[o]--
-			}
-			if shared {
-				for _, o := range hostLinks(fl, n, net.Shared) {
-					if o >= 0 {
-						r.lcap[o] -= cur
-						r.lcnt[o]--
-					}
-				}
-			}
-		}
+		r.freeze(l, cur, r.lflows[r.lstart[l]:r.lend[l]])
 		r.lcnt[l] = 0
 	}
 	r.heap = h
-	for _, l := range r.touch {
-		r.lcnt[l] = 0
+}
+
+// fillLinear is fillHeap with the heap written as a scan: every link has
+// at most one entry in the heap at a time, so taking the smallest (share,
+// link) entry by a scan pops what the heap pops, in the same order, and
+// the rates come out the same to the bit.
+func (r *Replayer) fillLinear() {
+	ls := append(r.live[:0], r.touch...)
+	ks := grow(r.key, len(ls))
+	for i, l := range ls {
+		ks[i] = r.fairShare(l)
 	}
+	for len(ls) > 0 {
+		i := 0
+		for j := 1; j < len(ls); j++ {
+			if (shareEntry{ks[j], ls[j]}).less(shareEntry{ks[i], ls[i]}) {
+				i = j
+			}
+		}
+		l := ls[i]
+		if r.lcnt[l] > 0 {
+			cur := r.fairShare(l)
+			if cur > ks[i]*(1+1e-12) {
+				ks[i] = cur
+				continue
+			}
+			r.freeze(l, cur, r.active)
+			r.lcnt[l] = 0
+		}
+		last := len(ls) - 1
+		ls[i], ks[i] = ls[last], ks[last]
+		ls, ks = ls[:last], ks[:last]
+	}
+	r.live, r.key = ls[:0], ks[:0]
 }
 
 // hostLinks are the host links flow fl passes through, each end's whose
