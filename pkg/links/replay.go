@@ -95,6 +95,15 @@ type Replayer struct {
 	npred []int32
 	roots []int32
 
+	// share: the flows that started or ended since its last call, and the
+	// links and flows they reach (marked with gen in lseen and fseen)
+	moved  []int32
+	clinks []int32
+	cflows []int32
+	lseen  []uint32
+	fseen  []uint32
+	gen    uint32
+
 	// Stepped: each rank's flows by step (CSR over rflows, rank-major,
 	// step order), the rank's position in it, the flows of its current
 	// step not yet complete, and when each flow's receiver entered its step
@@ -291,6 +300,7 @@ func (r *Replayer) run(p *ten.Pattern, net *Net, fct []float64) float64 {
 	now, mk := 0.0, 0.0
 	head := 0
 	dirty := true
+	r.moved = append(r.moved[:0], r.active...)
 	for len(r.active) > 0 || head < len(r.done) {
 		if dirty {
 			r.share(net)
@@ -327,6 +337,7 @@ func (r *Replayer) run(p *ten.Pattern, net *Net, fct []float64) float64 {
 			if r.rem[f] <= r.rate[f]*tol+1e-9 {
 				r.done = append(r.done, f)
 				r.doneAt = append(r.doneAt, now+net.Alpha)
+				r.moved = append(r.moved, f)
 				dirty = true
 				continue
 			}
@@ -355,6 +366,7 @@ func (r *Replayer) run(p *ten.Pattern, net *Net, fct []float64) float64 {
 				if r.left[s]--; r.left[s] == 0 {
 					r.start[s] = end
 					r.active = append(r.active, s)
+					r.moved = append(r.moved, s)
 					dirty = true
 				}
 			}
@@ -367,6 +379,12 @@ func (r *Replayer) run(p *ten.Pattern, net *Net, fct []float64) float64 {
 // filling: the link with the smallest fair share (capacity left over
 // unfrozen pattern flows plus its competing flows) fixes the rate of its
 // unfrozen flows, which then use up capacity on their other links.
+//
+// Where more than linearLinks links are active, only the flows linked,
+// through links they share, to a flow that started or ended since the last
+// call (moved) are filled again: the filling of one such component reads
+// and writes nothing outside it, and takes its links in the order the
+// whole filling would, so a flow elsewhere keeps its rate to the bit.
 func (r *Replayer) share(net *Net) {
 	r.touch = r.touch[:0]
 	for _, f := range r.active {
@@ -379,12 +397,34 @@ func (r *Replayer) share(net *Net) {
 			}
 			r.lcnt[l]++
 		}
-		r.rate[f] = -1
-	}
-	for _, l := range r.touch {
-		r.lcap[l] = net.C
 	}
 	if len(r.touch) <= linearLinks {
+		r.clinks = append(r.clinks[:0], r.touch...)
+		r.cflows = append(r.cflows[:0], r.active...)
+		for _, f := range r.active {
+			r.rate[f] = -1
+		}
+	} else {
+		off := int32(0)
+		for _, l := range r.touch {
+			r.lstart[l], r.lend[l] = off, off
+			off += r.lcnt[l]
+		}
+		r.lflows = grow(r.lflows, int(off))
+		for _, f := range r.active {
+			for _, l := range r.flink[f] {
+				if l >= 0 {
+					r.lflows[r.lend[l]] = f
+					r.lend[l]++
+				}
+			}
+		}
+		r.component()
+	}
+	for _, l := range r.clinks {
+		r.lcap[l] = net.C
+	}
+	if len(r.clinks) <= linearLinks {
 		r.fillLinear()
 	} else {
 		r.fillHeap()
@@ -392,11 +432,59 @@ func (r *Replayer) share(net *Net) {
 	for _, l := range r.touch {
 		r.lcnt[l] = 0
 	}
+	r.moved = r.moved[:0]
+}
+
+// component gathers into clinks and cflows the active links and flows
+// that the moved flows' links reach, and unfreezes those flows.
+func (r *Replayer) component() {
+	r.gen++
+	if r.gen == 0 { // wrapped: no mark may look current
+		clear(r.lseen)
+		clear(r.fseen)
+		r.gen = 1
+	}
+	r.lseen = growKeep(r.lseen, len(r.lcnt))
+	r.fseen = growKeep(r.fseen, len(r.rate))
+	r.clinks, r.cflows = r.clinks[:0], r.cflows[:0]
+	for _, f := range r.moved {
+		for _, l := range r.flink[f] {
+			if l >= 0 && r.lcnt[l] > 0 && r.lseen[l] != r.gen {
+				r.lseen[l] = r.gen
+				r.clinks = append(r.clinks, l)
+			}
+		}
+	}
+	for i := 0; i < len(r.clinks); i++ {
+		l := r.clinks[i]
+		for _, f := range r.lflows[r.lstart[l]:r.lend[l]] {
+			if r.fseen[f] == r.gen {
+				continue
+			}
+			r.fseen[f] = r.gen
+			r.cflows = append(r.cflows, f)
+			r.rate[f] = -1
+			for _, o := range r.flink[f] {
+				if o >= 0 && r.lseen[o] != r.gen {
+					r.lseen[o] = r.gen
+					r.clinks = append(r.clinks, o)
+				}
+			}
+		}
+	}
+}
+
+// growKeep is grow keeping b's contents.
+func growKeep[T any](b []T, n int) []T {
+	if cap(b) < n {
+		return append(b[:cap(b)], make([]T, n-cap(b))...)
+	}
+	return b[:n]
 }
 
 // linearLinks is the most links fillLinear takes: a scan for the
-// bottleneck beats a heap on the few links a small pattern has active
-// (BenchmarkReplay).
+// bottleneck beats a heap on the few links a small pattern has active, and
+// filling them all beats finding the component (BenchmarkReplay).
 const linearLinks = 16
 
 // fairShare is link l's fair share now.
@@ -431,22 +519,8 @@ func (r *Replayer) freeze(l int32, cur float64, flows []int32) {
 // at the smallest share frees at least its fair part), so a heap with
 // stale entries skipped gives the next bottleneck in log time.
 func (r *Replayer) fillHeap() {
-	off := int32(0)
-	for _, l := range r.touch {
-		r.lstart[l], r.lend[l] = off, off
-		off += r.lcnt[l]
-	}
-	r.lflows = grow(r.lflows, int(off))
-	for _, f := range r.active {
-		for _, l := range r.flink[f] {
-			if l >= 0 {
-				r.lflows[r.lend[l]] = f
-				r.lend[l]++
-			}
-		}
-	}
 	h := r.heap[:0]
-	for _, l := range r.touch {
+	for _, l := range r.clinks {
 		h = append(h, shareEntry{r.fairShare(l), l})
 	}
 	heapify(h)
@@ -473,7 +547,7 @@ func (r *Replayer) fillHeap() {
 // link) entry by a scan pops what the heap pops, in the same order, and
 // the rates come out the same to the bit.
 func (r *Replayer) fillLinear() {
-	ls := append(r.live[:0], r.touch...)
+	ls := append(r.live[:0], r.clinks...)
 	ks := grow(r.key, len(ls))
 	for i, l := range ls {
 		ks[i] = r.fairShare(l)
@@ -492,7 +566,7 @@ func (r *Replayer) fillLinear() {
 				ks[i] = cur
 				continue
 			}
-			r.freeze(l, cur, r.active)
+			r.freeze(l, cur, r.cflows)
 			r.lcnt[l] = 0
 		}
 		last := len(ls) - 1
@@ -564,6 +638,7 @@ func (r *Replayer) enter(p *ten.Pattern, x int32, t float64) {
 		}
 		if r.mark[f]++; r.mark[f] == 2 {
 			r.active = append(r.active, f)
+			r.moved = append(r.moved, f)
 		}
 	}
 	r.rpos[x] = k
