@@ -11,6 +11,7 @@ package tuner
 
 import (
 	"fmt"
+	"hash"
 	"hash/fnv"
 	"math"
 	"math/rand/v2"
@@ -236,11 +237,30 @@ func (t *Tuner) emit(d *Decision, p *ten.Pattern, epoch int) {
 // that reverts many changes keeps 16 bytes a rejected pattern, not a copy
 // of its flows.
 func fingerprint(p *ten.Pattern) string {
-	h := fnv.New128a()
-	b := make([]byte, 0, 6*len(p.Flows))
+	var pr printer
+	return string(pr.sum(p))
+}
+
+// printer takes fingerprints with its scratch kept: a search takes one of
+// every candidate, and looks it up without making a string of it.
+type printer struct {
+	h   hash.Hash
+	b   []byte
+	out []byte
+}
+
+// sum is p's fingerprint, valid until the next call.
+func (pr *printer) sum(p *ten.Pattern) []byte {
+	if pr.h == nil {
+		pr.h = fnv.New128a()
+	}
+	b := pr.b[:0]
 	for _, f := range p.Flows {
 		b = append(b, byte(f.Src), byte(f.Src>>8), byte(f.Src>>16), byte(f.Dst), byte(f.Dst>>8), byte(f.Dst>>16))
 	}
-	h.Write(b)
-	return string(h.Sum(nil))
+	pr.b = b
+	pr.h.Reset()
+	pr.h.Write(b)
+	pr.out = pr.h.Sum(pr.out[:0])
+	return pr.out
 }
