@@ -381,8 +381,8 @@ type node struct {
 }
 
 // search is one decision's climb: the judge, the suspects, the judgements
-// made so far (by fingerprint, -1 for a pattern the check refused) and the
-// work spent.
+// made so far (by endpoints, printer's, -1 for a pattern the check refused)
+// and the work spent.
 type search struct {
 	t         *Tuner
 	pr        *links.Predictor
@@ -448,11 +448,11 @@ func (sr *search) neighbours(n node, keep int) []node {
 			break
 		}
 		transform.ApplyInto(&q, n.p, c.s)
-		fp := sr.fp.sum(&q)
-		if sr.t.rejected[string(fp)] {
+		key := sr.fp.endpoints(&q)
+		if len(sr.t.rejected) > 0 && sr.t.rejected[string(sr.fp.sum())] {
 			continue
 		}
-		v, ok := sr.judged[string(fp)]
+		v, ok := sr.judged[string(key)]
 		if !ok {
 			listed++
 			v = -1
@@ -465,7 +465,7 @@ func (sr *search) neighbours(n node, keep int) []node {
 				}
 				v = sr.pr.Time(&q, dag, sr.t.bytes)
 			}
-			sr.judged[string(fp)] = v
+			sr.judged[string(key)] = v
 		}
 		if v < 0 || v >= n.t*(1-1e-3) {
 			continue
@@ -473,7 +473,7 @@ func (sr *search) neighbours(n node, keep int) []node {
 		i, _ := slices.BinarySearchFunc(out, v, func(a node, t float64) int { return cmp.Compare(a.t, t) })
 		if i < keep {
 			next := node{p: q.Clone(), t: v, trials: append(slices.Clip(n.trials), Trial{Swap: c.s, Before: n.t, After: v, Accepted: true}),
-				steps: append(slices.Clip(n.steps), string(fp))}
+				steps: append(slices.Clip(n.steps), string(sr.fp.sum()))}
 			out = slices.Insert(out, i, next)
 			if len(out) > keep {
 				out = out[:keep]
@@ -495,7 +495,8 @@ func (sr *search) neighbours(n node, keep int) []node {
 // the best end pattern (nil when no swap helps), its predicted time, the
 // swaps taken, their fingerprints and how many candidates it judged.
 func (t *Tuner) climb(pr *links.Predictor, now, stepGain float64) (*ten.Pattern, float64, []Trial, []string, int) {
-	sr := &search{t: t, pr: pr, suspects: bySeverity(pr), judged: map[string]float64{fingerprint(t.cur): now}}
+	sr := &search{t: t, pr: pr, suspects: bySeverity(pr), judged: map[string]float64{}}
+	sr.judged[string(sr.fp.endpoints(t.cur))] = now
 	best := node{p: t.cur, t: now}
 	for _, n := range sr.neighbours(best, restarts) {
 		for len(n.trials) < maxSwaps && sr.work < judgeBudget {

@@ -238,29 +238,38 @@ func (t *Tuner) emit(d *Decision, p *ten.Pattern, epoch int) {
 // of its flows.
 func fingerprint(p *ten.Pattern) string {
 	var pr printer
-	return string(pr.sum(p))
+	pr.endpoints(p)
+	return string(pr.sum())
 }
 
-// printer takes fingerprints with its scratch kept: a search takes one of
-// every candidate, and looks it up without making a string of it.
+// printer takes fingerprints with its scratch kept. A search looks every
+// candidate up by its endpoints, which identify it as the fingerprint does
+// without the hashing, and takes the fingerprint only where it is kept or
+// there are rejected patterns to look up.
 type printer struct {
 	h   hash.Hash
 	b   []byte
 	out []byte
 }
 
-// sum is p's fingerprint, valid until the next call.
-func (pr *printer) sum(p *ten.Pattern) []byte {
-	if pr.h == nil {
-		pr.h = fnv.New128a()
-	}
+// endpoints is what fingerprint hashes of p, valid until the next call.
+func (pr *printer) endpoints(p *ten.Pattern) []byte {
 	b := pr.b[:0]
 	for _, f := range p.Flows {
 		b = append(b, byte(f.Src), byte(f.Src>>8), byte(f.Src>>16), byte(f.Dst), byte(f.Dst>>8), byte(f.Dst>>16))
 	}
 	pr.b = b
+	return b
+}
+
+// sum is the fingerprint of the endpoints last taken, valid until the next
+// call.
+func (pr *printer) sum() []byte {
+	if pr.h == nil {
+		pr.h = fnv.New128a()
+	}
 	pr.h.Reset()
-	pr.h.Write(b)
+	pr.h.Write(pr.b)
 	pr.out = pr.h.Sum(pr.out[:0])
 	return pr.out
 }
