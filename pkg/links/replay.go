@@ -83,6 +83,26 @@ type Replayer struct {
 	touch  []int32
 	cursor []int32
 	heap   []shareEntry
+	live   []int32    // fillLinear: the links left, and the share each
+	key    []float64  // was last judged at
+	flink  [][4]int32 // by flow: the links it passes through, -1 padded
+	comp   []float64  // by link: its competing flows
+
+	// dataflow: the DAG whose successor lists succ holds, every flow's
+	// pred count and the flows without preds, for the next replay of it
+	// (a search replays many candidates of one DAG)
+	sdag  *critpath.DAG
+	npred []int32
+	roots []int32
+
+	// share: the flows that started or ended since its last call, and the
+	// links and flows they reach (marked with gen in lseen and fseen)
+	moved  []int32
+	clinks []int32
+	cflows []int32
+	lseen  []uint32
+	fseen  []uint32
+	gen    uint32
 
 	// Stepped: each rank's flows by step (CSR over rflows, rank-major,
 	// step order), the rank's position in it, the flows of its current
@@ -93,64 +113,6 @@ type Replayer struct {
 	rpos   []int32
 	busy   []int32
 	mark   []int8 // flow: ends that have entered its step
-}
-
-// shareEntry is a link and its fair share when it was pushed. The heap of
-// them is written out here rather than on container/heap: its interface
-// calls (Less, Swap through heap.Interface) made a whole replay 1.4x
-// slower at 8 and 1024 ranks and 1.7x at 64 (BenchmarkReplay, both
-// alternated three times), and the replay is the judge's inner loop.
-type shareEntry struct {
-	share float64
-	l     int32
-}
-
-func (a shareEntry) less(b shareEntry) bool {
-	return a.share < b.share || (a.share == b.share && a.l < b.l)
-}
-
-func heapify(h []shareEntry) {
-	for i := len(h)/2 - 1; i >= 0; i-- {
-		down(h, i)
-	}
-}
-
-func down(h []shareEntry, i int) {
-	for {
-		c := 2*i + 1
-		if c >= len(h) {
-			return
-		}
-		if c+1 < len(h) && h[c+1].less(h[c]) {
-			c++
-		}
-		if !h[c].less(h[i]) {
-			return
-		}
-		h[i], h[c] = h[c], h[i]
-		i = c
-	}
-}
-
-func popHeap(h []shareEntry) []shareEntry {
-	last := len(h) - 1
-	h[0] = h[last]
-	h = h[:last]
-	down(h, 0)
-	return h
-}
-
-func pushHeap(h []shareEntry, e shareEntry) []shareEntry {
-	h = append(h, e)
-	for i := len(h) - 1; i > 0; {
-		p := (i - 1) / 2
-		if !h[i].less(h[p]) {
-			break
-		}
-		h[i], h[p] = h[p], h[i]
-		i = p
-	}
-	return h
 }
 
 func grow[T any](b []T, n int) []T {
@@ -180,6 +142,7 @@ func (r *Replayer) Replay(p *ten.Pattern, dag *critpath.DAG, bytes float64, net 
 	clear(r.lcnt)
 	r.lstart = grow(r.lstart, 3*n)
 	r.lend = grow(r.lend, 3*n)
+	r.links(p, net)
 	r.done, r.doneAt = r.done[:0], r.doneAt[:0]
 	for f := 0; f < nf; f++ {
 		fl := &p.Flows[f]
@@ -198,15 +161,56 @@ func (r *Replayer) Replay(p *ten.Pattern, dag *critpath.DAG, bytes float64, net 
 	return r.run(p, net, fct)
 }
 
-// dataflow readies the DAG's successor lists and the flows without preds.
+// links readies every flow's links (uplink, downlink, then its hosts'
+// where net shares them) and every link's competing flows, which share
+// would otherwise work out on every event.
+func (r *Replayer) links(p *ten.Pattern, net *Net) {
+	n := int32(p.Ranks)
+	r.flink = grow(r.flink, len(p.Flows))
+	for f := range p.Flows {
+		fl := &p.Flows[f]
+		ls := [4]int32{fl.Src, n + fl.Dst, -1, -1}
+		if net.Shared != nil {
+			h := hostLinks(fl, n, net.Shared)
+			ls[2], ls[3] = h[0], h[1]
+		}
+		r.flink[f] = ls
+	}
+	r.comp = grow(r.comp, 3*int(n))
+	copy(r.comp, net.Up)
+	copy(r.comp[n:], net.Down)
+	if net.Shared != nil {
+		copy(r.comp[2*n:], net.Shared)
+	} else {
+		clear(r.comp[2*n:])
+	}
+}
+
+// dataflow readies the DAG's successor lists and the flows without preds;
+// the lists stay for the next replay of the same DAG.
 func (r *Replayer) dataflow(dag *critpath.DAG, nf int) {
 	r.left = grow(r.left, nf)
+	if dag != r.sdag || len(r.npred) != nf {
+		r.index(dag, nf)
+	}
+	copy(r.left, r.npred)
+	r.active = append(r.active[:0], r.roots...)
+	for _, f := range r.roots {
+		r.start[f] = 0
+	}
+}
+
+// index builds the successor lists of dag (CSR), the pred counts and the
+// roots.
+func (r *Replayer) index(dag *critpath.DAG, nf int) {
+	r.sdag = nil
+	r.npred = grow(r.npred, nf)
 	r.sstart = grow(r.sstart, nf+1)
 	clear(r.sstart)
 	edges := 0
 	for f := 0; f < nf; f++ {
 		ps := dag.Preds(f)
-		r.left[f] = int32(len(ps))
+		r.npred[f] = int32(len(ps))
 		for _, g := range ps {
 			r.sstart[g+1]++
 		}
@@ -223,13 +227,13 @@ func (r *Replayer) dataflow(dag *critpath.DAG, nf int) {
 			r.cursor[g]++
 		}
 	}
-	r.active = r.active[:0]
+	r.roots = r.roots[:0]
 	for f := 0; f < nf; f++ {
-		if r.left[f] == 0 {
-			r.start[f] = 0
-			r.active = append(r.active, int32(f))
+		if r.npred[f] == 0 {
+			r.roots = append(r.roots, int32(f))
 		}
 	}
+	r.sdag = dag
 }
 
 // run is the event loop: fair rates, the next transfer end or completion,
@@ -238,9 +242,10 @@ func (r *Replayer) run(p *ten.Pattern, net *Net, fct []float64) float64 {
 	now, mk := 0.0, 0.0
 	head := 0
 	dirty := true
+	r.moved = append(r.moved[:0], r.active...)
 	for len(r.active) > 0 || head < len(r.done) {
 		if dirty {
-			r.share(p, net)
+			r.share(net)
 			dirty = false
 		}
 		tEnd := math.Inf(1)
@@ -274,6 +279,7 @@ func (r *Replayer) run(p *ten.Pattern, net *Net, fct []float64) float64 {
 			if r.rem[f] <= r.rate[f]*tol+1e-9 {
 				r.done = append(r.done, f)
 				r.doneAt = append(r.doneAt, now+net.Alpha)
+				r.moved = append(r.moved, f)
 				dirty = true
 				continue
 			}
@@ -302,119 +308,13 @@ func (r *Replayer) run(p *ten.Pattern, net *Net, fct []float64) float64 {
 				if r.left[s]--; r.left[s] == 0 {
 					r.start[s] = end
 					r.active = append(r.active, s)
+					r.moved = append(r.moved, s)
 					dirty = true
 				}
 			}
 		}
 	}
 	return mk
-}
-
-// share sets the max-min fair rate of every active flow by progressive
-// filling: the link with the smallest fair share (capacity left over
-// unfrozen pattern flows plus its competing flows) fixes the rate of its
-// unfrozen flows, which then use up capacity on their other links.
-func (r *Replayer) share(p *ten.Pattern, net *Net) {
-	n := int32(p.Ranks)
-	shared := net.Shared != nil
-	r.touch = r.touch[:0]
-	for _, f := range r.active {
-		fl := &p.Flows[f]
-		for _, l := range [2]int32{fl.Src, n + fl.Dst} {
-			if r.lcnt[l] == 0 {
-				r.touch = append(r.touch, l)
-			}
-			r.lcnt[l]++
-		}
-		if shared {
-			for _, l := range hostLinks(fl, n, net.Shared) {
-				if l < 0 {
-					continue
-				}
-				if r.lcnt[l] == 0 {
-					r.touch = append(r.touch, l)
-				}
-				r.lcnt[l]++
-			}
-		}
-	}
-	off := int32(0)
-	for _, l := range r.touch {
-		r.lcap[l] = net.C
-		r.lstart[l], r.lend[l] = off, off
-		off += r.lcnt[l]
-	}
-	r.lflows = grow(r.lflows, int(off))
-	for _, f := range r.active {
-		fl := &p.Flows[f]
-		for _, l := range [2]int32{fl.Src, n + fl.Dst} {
-			r.lflows[r.lend[l]] = f
-			r.lend[l]++
-		}
-		if shared {
-			for _, l := range hostLinks(fl, n, net.Shared) {
-				if l >= 0 {
-					r.lflows[r.lend[l]] = f
-					r.lend[l]++
-				}
-			}
-		}
-		r.rate[f] = -1
-	}
-	competing := func(l int32) float64 {
-		switch {
-		case l < n:
-			return net.Up[l]
-		case l < 2*n:
-			return net.Down[l-n]
-		}
-		return net.Shared[l-2*n]
-	}
-	// A link's fair share only grows as flows freeze elsewhere (a flow
-	// frozen at the smallest share frees at least its fair part), so a heap
-	// with stale entries skipped gives the next bottleneck in log time.
-	h := r.heap[:0]
-	for _, l := range r.touch {
-		h = append(h, shareEntry{max(r.lcap[l], 0) / (float64(r.lcnt[l]) + competing(l)), l})
-	}
-	heapify(h)
-	for len(h) > 0 {
-		e := h[0]
-		h = popHeap(h)
-		l := e.l
-		if r.lcnt[l] <= 0 {
-			continue
-		}
-		cur := max(r.lcap[l], 0) / (float64(r.lcnt[l]) + competing(l))
-		if cur > e.share*(1+1e-12) {
-			h = pushHeap(h, shareEntry{cur, l})
-			continue
-		}
-		for _, f := range r.lflows[r.lstart[l]:r.lend[l]] {
-			if r.rate[f] >= 0 {
-				continue
-			}
-			r.rate[f] = cur
-			fl := &p.Flows[f]
-			for _, o := range [2]int32{fl.Src, n + fl.Dst} {
-				r.lcap[o] -= cur
-				r.lcnt[o]--
-			}
-			if shared {
-				for _, o := range hostLinks(fl, n, net.Shared) {
-					if o >= 0 {
-						r.lcap[o] -= cur
-						r.lcnt[o]--
-					}
-				}
-			}
-		}
-		r.lcnt[l] = 0
-	}
-	r.heap = h
-	for _, l := range r.touch {
-		r.lcnt[l] = 0
-	}
 }
 
 // hostLinks are the host links flow fl passes through, each end's whose
@@ -479,6 +379,7 @@ func (r *Replayer) enter(p *ten.Pattern, x int32, t float64) {
 		}
 		if r.mark[f]++; r.mark[f] == 2 {
 			r.active = append(r.active, f)
+			r.moved = append(r.moved, f)
 		}
 	}
 	r.rpos[x] = k

@@ -381,13 +381,14 @@ type node struct {
 }
 
 // search is one decision's climb: the judge, the suspects, the judgements
-// made so far (by fingerprint, -1 for a pattern the check refused) and the
-// work spent.
+// made so far (by endpoints, printer's, -1 for a pattern the check refused)
+// and the work spent.
 type search struct {
 	t         *Tuner
 	pr        *links.Predictor
 	suspects  []int32
 	judged    map[string]float64
+	fp        printer
 	evaluated int
 	work      int // flows replayed
 	screened  int // flows estimated
@@ -431,8 +432,8 @@ func (sr *search) neighbours(n node, keep int) []node {
 		cs = append(cs, cand{s: s})
 	}
 	screen := len(cs)*flows > replayAll
+	var q ten.Pattern // scratch: a candidate is copied out only to be kept
 	if screen {
-		var q ten.Pattern // scratch: a candidate is materialised only to be replayed
 		for i := range cs {
 			transform.ApplyInto(&q, n.p, cs[i].s)
 			cs[i].dag = dagOf(cs[i].s, &q)
@@ -446,33 +447,33 @@ func (sr *search) neighbours(n node, keep int) []node {
 		if (screen && listed >= shortlist+keep) || sr.work >= judgeBudget {
 			break
 		}
-		q := transform.Apply(n.p, c.s)
-		fp := fingerprint(q)
-		if sr.t.rejected[fp] {
+		transform.ApplyInto(&q, n.p, c.s)
+		key := sr.fp.endpoints(&q)
+		if len(sr.t.rejected) > 0 && sr.t.rejected[string(sr.fp.sum())] {
 			continue
 		}
-		v, ok := sr.judged[fp]
+		v, ok := sr.judged[string(key)]
 		if !ok {
 			listed++
 			v = -1
-			if c.s.Kind == transform.Position || semantics.Check(q) == nil {
+			if c.s.Kind == transform.Position || semantics.Check(&q) == nil {
 				sr.evaluated++
 				sr.work += len(q.Flows)
 				dag := c.dag
 				if dag == nil && !screen {
-					dag = dagOf(c.s, q)
+					dag = dagOf(c.s, &q)
 				}
-				v = sr.pr.Time(q, dag, sr.t.bytes)
+				v = sr.pr.Time(&q, dag, sr.t.bytes)
 			}
-			sr.judged[fp] = v
+			sr.judged[string(key)] = v
 		}
 		if v < 0 || v >= n.t*(1-1e-3) {
 			continue
 		}
-		next := node{p: q, t: v, trials: append(slices.Clip(n.trials), Trial{Swap: c.s, Before: n.t, After: v, Accepted: true}),
-			steps: append(slices.Clip(n.steps), fp)}
 		i, _ := slices.BinarySearchFunc(out, v, func(a node, t float64) int { return cmp.Compare(a.t, t) })
 		if i < keep {
+			next := node{p: q.Clone(), t: v, trials: append(slices.Clip(n.trials), Trial{Swap: c.s, Before: n.t, After: v, Accepted: true}),
+				steps: append(slices.Clip(n.steps), string(sr.fp.sum()))}
 			out = slices.Insert(out, i, next)
 			if len(out) > keep {
 				out = out[:keep]
@@ -494,7 +495,8 @@ func (sr *search) neighbours(n node, keep int) []node {
 // the best end pattern (nil when no swap helps), its predicted time, the
 // swaps taken, their fingerprints and how many candidates it judged.
 func (t *Tuner) climb(pr *links.Predictor, now, stepGain float64) (*ten.Pattern, float64, []Trial, []string, int) {
-	sr := &search{t: t, pr: pr, suspects: bySeverity(pr), judged: map[string]float64{fingerprint(t.cur): now}}
+	sr := &search{t: t, pr: pr, suspects: bySeverity(pr), judged: map[string]float64{}}
+	sr.judged[string(sr.fp.endpoints(t.cur))] = now
 	best := node{p: t.cur, t: now}
 	for _, n := range sr.neighbours(best, restarts) {
 		for len(n.trials) < maxSwaps && sr.work < judgeBudget {

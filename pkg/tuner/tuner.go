@@ -11,6 +11,7 @@ package tuner
 
 import (
 	"fmt"
+	"hash"
 	"hash/fnv"
 	"math"
 	"math/rand/v2"
@@ -236,11 +237,39 @@ func (t *Tuner) emit(d *Decision, p *ten.Pattern, epoch int) {
 // that reverts many changes keeps 16 bytes a rejected pattern, not a copy
 // of its flows.
 func fingerprint(p *ten.Pattern) string {
-	h := fnv.New128a()
-	b := make([]byte, 0, 6*len(p.Flows))
+	var pr printer
+	pr.endpoints(p)
+	return string(pr.sum())
+}
+
+// printer takes fingerprints with its scratch kept. A search looks every
+// candidate up by its endpoints, which identify it as the fingerprint does
+// without the hashing, and takes the fingerprint only where it is kept or
+// there are rejected patterns to look up.
+type printer struct {
+	h   hash.Hash
+	b   []byte
+	out []byte
+}
+
+// endpoints is what fingerprint hashes of p, valid until the next call.
+func (pr *printer) endpoints(p *ten.Pattern) []byte {
+	b := pr.b[:0]
 	for _, f := range p.Flows {
 		b = append(b, byte(f.Src), byte(f.Src>>8), byte(f.Src>>16), byte(f.Dst), byte(f.Dst>>8), byte(f.Dst>>16))
 	}
-	h.Write(b)
-	return string(h.Sum(nil))
+	pr.b = b
+	return b
+}
+
+// sum is the fingerprint of the endpoints last taken, valid until the next
+// call.
+func (pr *printer) sum() []byte {
+	if pr.h == nil {
+		pr.h = fnv.New128a()
+	}
+	pr.h.Reset()
+	pr.h.Write(pr.b)
+	pr.out = pr.h.Sum(pr.out[:0])
+	return pr.out
 }

@@ -1,0 +1,149 @@
+package links
+
+import (
+	"math"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/react-torch/react-torch/pkg/pattern"
+	"github.com/react-torch/react-torch/pkg/ten"
+)
+
+// refShare is progressive filling as share did it before it filled by
+// component and by scan: every active link through the heap, every flow
+// unfrozen. It returns each active flow's rate.
+func refShare(p *ten.Pattern, net *Net, active []int32) map[int32]float64 {
+	n := int32(p.Ranks)
+	links := func(f int32) []int32 {
+		fl := &p.Flows[f]
+		ls := []int32{fl.Src, n + fl.Dst}
+		if net.Shared != nil {
+			for _, l := range hostLinks(fl, n, net.Shared) {
+				if l >= 0 {
+					ls = append(ls, l)
+				}
+			}
+		}
+		return ls
+	}
+	competing := func(l int32) float64 {
+		switch {
+		case l < n:
+			return net.Up[l]
+		case l < 2*n:
+			return net.Down[l-n]
+		}
+		return net.Shared[l-2*n]
+	}
+	lcap, lcnt, on := map[int32]float64{}, map[int32]int32{}, map[int32][]int32{}
+	var touch []int32
+	rate := map[int32]float64{}
+	for _, f := range active {
+		for _, l := range links(f) {
+			if lcnt[l] == 0 {
+				touch = append(touch, l)
+			}
+			lcnt[l]++
+			lcap[l] = net.C
+			on[l] = append(on[l], f)
+		}
+		rate[f] = -1
+	}
+	var h []shareEntry
+	for _, l := range touch {
+		h = append(h, shareEntry{max(lcap[l], 0) / (float64(lcnt[l]) + competing(l)), l})
+	}
+	heapify(h)
+	for len(h) > 0 {
+		e := h[0]
+		h = popHeap(h)
+		l := e.l
+		if lcnt[l] <= 0 {
+			continue
+		}
+		cur := max(lcap[l], 0) / (float64(lcnt[l]) + competing(l))
+		if cur > e.share*(1+1e-12) {
+			h = pushHeap(h, shareEntry{cur, l})
+			continue
+		}
+		for _, f := range on[l] {
+			if rate[f] >= 0 {
+				continue
+			}
+			rate[f] = cur
+			for _, o := range links(f) {
+				lcap[o] -= cur
+				lcnt[o]--
+			}
+		}
+		lcnt[l] = 0
+	}
+	return rate
+}
+
+// share, by scan or by heap, whole or by the component of the flows that
+// moved, gives every active flow the rate the whole filling gives it, to
+// the bit, as flows start and end.
+func TestShareMatchesWholeFilling(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		ranks  int
+		shared bool
+	}{
+		{"tree-8", 8, false},
+		{"tree-8-shared", 8, true},
+		{"tree-64", 64, false},
+		{"tree-64-shared", 64, true},
+		{"tree-256", 256, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := pattern.TreeAllReduce(tc.ranks)
+			n := tc.ranks
+			rng := rand.New(rand.NewPCG(uint64(n), 7))
+			net := &Net{C: 12.5e9, Up: make([]float64, n), Down: make([]float64, n)}
+			for r := 0; r < n; r++ {
+				net.Up[r] = float64(rng.IntN(3)) * rng.Float64()
+				net.Down[r] = float64(rng.IntN(2))
+			}
+			if tc.shared {
+				net.Shared = make([]float64, n)
+				for r := 0; r < n; r += 2 {
+					net.Shared[r] = rng.Float64()
+				}
+			}
+			var r Replayer
+			nf := len(p.Flows)
+			r.rate = grow(r.rate, nf)
+			r.lcap = grow(r.lcap, 3*n)
+			r.lcnt = grow(r.lcnt, 3*n)
+			clear(r.lcnt)
+			r.lstart = grow(r.lstart, 3*n)
+			r.lend = grow(r.lend, 3*n)
+			r.links(p, net)
+			// round 0: a random half of the flows start; then a few flows
+			// start or end at a time
+			on := make([]bool, nf)
+			for round := 0; round < 200; round++ {
+				r.moved = r.moved[:0]
+				for f := range on {
+					if round == 0 && rng.IntN(2) == 0 || round > 0 && rng.IntN(nf) < 3 {
+						on[f] = !on[f]
+						r.moved = append(r.moved, int32(f))
+					}
+				}
+				r.active = r.active[:0]
+				for f, a := range on {
+					if a {
+						r.active = append(r.active, int32(f))
+					}
+				}
+				r.share(net)
+				for f, want := range refShare(p, net, r.active) {
+					if got := r.rate[f]; math.Float64bits(got) != math.Float64bits(want) {
+						t.Fatalf("round %d flow %d: rate %v, want %v", round, f, got, want)
+					}
+				}
+			}
+		})
+	}
+}
