@@ -407,7 +407,7 @@ class Executor:
                 r.apply(0, reduce)
 
         def read() -> Tuple[np.ndarray, np.ndarray, float]:
-            out = pl.arrivals.copy()  # the next call's run may write the plan's before this is read
+            out = pl.arrivals.copy()  # its own: the plan (and its arrays) serve every call of it
             first = timed[0][1] if timed else None
             for flows, _, end in timed:
                 end.synchronize()
