@@ -229,7 +229,7 @@ class Control:
         lb = lib()
         return _sized(lambda b, c, n: lb.react_control_pattern(self._h, key, version, b, c, n), "control pattern", 4096)
 
-    def end(self, key: int, pl, elapsed: float, entry: int = -1, entry_at: float = 0.0, deferred: bool = False) -> Tuple[int, int, int]:
+    def end(self, key: int, pl, elapsed: float, entry: int = -1, entry_at: float = 0.0, deferred: bool = False) -> Tuple[int, int, int, int, int]:
         """pl: the pattern.Plan whose arrivals the executor wrote, or None.
         (recorded, exchange due or 0, the answer it needs, the key's next
         epoch, whether its next begin may switch)"""
