@@ -137,12 +137,7 @@ func (r *Replayer) Replay(p *ten.Pattern, dag *critpath.DAG, bytes float64, net 
 	} else {
 		r.dataflow(dag, nf)
 	}
-	r.lcap = grow(r.lcap, 3*n)
-	r.lcnt = grow(r.lcnt, 3*n)
-	clear(r.lcnt)
-	r.lstart = grow(r.lstart, 3*n)
-	r.lend = grow(r.lend, 3*n)
-	r.links(p, net)
+	r.linkState(p, net, n)
 	r.done, r.doneAt = r.done[:0], r.doneAt[:0]
 	for f := 0; f < nf; f++ {
 		fl := &p.Flows[f]
@@ -383,4 +378,15 @@ func (r *Replayer) enter(p *ten.Pattern, x int32, t float64) {
 		}
 	}
 	r.rpos[x] = k
+}
+
+// linkState sizes the per-link state for n ranks' links (up, down and
+// each rank's host link) and works out every flow's links.
+func (r *Replayer) linkState(p *ten.Pattern, net *Net, n int) {
+	r.lcap = grow(r.lcap, 3*n)
+	r.lcnt = grow(r.lcnt, 3*n)
+	clear(r.lcnt)
+	r.lstart = grow(r.lstart, 3*n)
+	r.lend = grow(r.lend, 3*n)
+	r.links(p, net)
 }

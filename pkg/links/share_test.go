@@ -114,12 +114,7 @@ func TestShareMatchesWholeFilling(t *testing.T) {
 			var r Replayer
 			nf := len(p.Flows)
 			r.rate = grow(r.rate, nf)
-			r.lcap = grow(r.lcap, 3*n)
-			r.lcnt = grow(r.lcnt, 3*n)
-			clear(r.lcnt)
-			r.lstart = grow(r.lstart, 3*n)
-			r.lend = grow(r.lend, 3*n)
-			r.links(p, net)
+			r.linkState(p, net, n)
 			// round 0: a random half of the flows start; then a few flows
 			// start or end at a time
 			on := make([]bool, nf)
