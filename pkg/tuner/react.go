@@ -243,6 +243,20 @@ func (t *reactLoop) decide(epoch int) *Decision {
 	if t.eval != nil && !t.judgePending(d, epoch) {
 		return d
 	}
+	if t.ahead >= t.cfg.B {
+		// The newer batch's fit covers this batch's epochs, and a change
+		// found here would take effect no sooner than one found there.
+		// What is counted per batch still is: the wait after a revert and
+		// the epochs the fabric fallback's spread is measured over.
+		d.Note = "search left to the newer batch in hand"
+		if t.backoff > 0 {
+			t.backoff--
+		}
+		if t.fit != nil && !t.cfg.OneHost {
+			t.spreadShows(t.fit.Noise)
+		}
+		return d
+	}
 	fit, err := t.links.Refit()
 	if err != nil { // observations were validated on the way in
 		panic(err)
@@ -277,10 +291,6 @@ func (t *reactLoop) decide(epoch int) *Decision {
 	// network the model now explains (calibrationWait).
 	if t.uncalibrated > 0 && t.batchNo+1-t.uncalibrated <= calibrationWait {
 		d.Note = fmt.Sprintf("link model did not explain the collective time %d batch(es) ago", t.batchNo+1-t.uncalibrated)
-		return t.fabricTrial(d, epoch, pr)
-	}
-	if t.ahead >= t.cfg.B {
-		d.Note = "search left to the newer batch in hand"
 		return t.fabricTrial(d, epoch, pr)
 	}
 	d.Explored = true

@@ -393,7 +393,8 @@ func TestReactWaitsAfterTheModelMissedTheCollective(t *testing.T) {
 }
 
 // An exchange that brings several batches at once (Ahead): only the newest
-// is searched, and it finds what a batch-by-batch tuner finds on it.
+// is fitted and searched, and it finds what a batch-by-batch tuner finds on
+// it.
 func TestReactSearchesOnlyTheNewestBatchInHand(t *testing.T) {
 	p := pattern.TreeAllReduce(8)
 	net := quietNet(8)
@@ -433,8 +434,8 @@ func TestReactSearchesOnlyTheNewestBatchInHand(t *testing.T) {
 		t.Fatalf("batch by batch, the first batch did not find the congested link: %+v", one[0])
 	}
 	for _, d := range all[:2] {
-		if d.Explored || d.Pattern != nil || d.Note != "search left to the newer batch in hand" {
-			t.Errorf("batch %d of three in hand: explored %v, pattern %v, note %q", d.Batch, d.Explored, d.Pattern != nil, d.Note)
+		if d.Explored || d.Pattern != nil || d.Model != nil || d.Note != "search left to the newer batch in hand" {
+			t.Errorf("batch %d of three in hand: explored %v, pattern %v, fitted %v, note %q", d.Batch, d.Explored, d.Pattern != nil, d.Model != nil, d.Note)
 		}
 	}
 	if !all[2].Explored || all[2].Pattern == nil {

@@ -2,6 +2,7 @@
 starts them (RANK, WORLD_SIZE, MASTER_ADDR, MASTER_PORT in the environment).
 Each scenario prints one line "OK <scenario>" on success."""
 
+import itertools
 import os
 import sys
 import time
@@ -211,8 +212,9 @@ def starved():
     turn for the interpreter. Each batch's report reads the epochs held
     afresh through noise of 0.8 (log) a flow, and names the rank a slow
     host in most batches: the first that names a host names that rank,
-    and reads its links' loads as its own slowness. Every rank runs until one has seen it (up to 150
-    epochs), the same collectives on all."""
+    and reads its links' loads as its own slowness. Every rank runs until one
+    has seen it or 90 s have passed on one (reports come once an exchange, and
+    the exchange period is a time), the same collectives on all."""
     rank, n, gloo = init()
     slow = int(os.environ["STARVED_RANK"])
     if rank == slow:
@@ -224,13 +226,14 @@ def starved():
 
         threading.Thread(target=spin, daemon=True).start()
     rep, seen = None, None
-    for it in range(150):
+    deadline = time.monotonic() + 90
+    for it in itertools.count():
         x = data(rank, 4096, torch.int64, it)
         dist.all_reduce(x)
         rep = react_torch.report() or rep
         if seen is None and rep is not None and len(rep.keys) == 1 and rep.keys[0].slow_hosts:
             seen = rep
-        done = torch.tensor([seen is not None], dtype=torch.int32)
+        done = torch.tensor([seen is not None or time.monotonic() > deadline], dtype=torch.int32)
         dist.all_reduce(done, op=dist.ReduceOp.MAX, group=gloo)
         if done.item():
             break
