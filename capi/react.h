@@ -45,7 +45,7 @@ extern "C" {
 
 /* The ABI version react_abi_version returns; bumped on any incompatible
  * change to this file. */
-#define REACT_ABI_VERSION 4
+#define REACT_ABI_VERSION 5
 
 /* ---- Status codes ---------------------------------------------------- */
 #define REACT_OK 0
@@ -155,21 +155,37 @@ int react_pattern_layout(const uint8_t* pattern, size_t plen,
 int react_pattern_plan(const uint8_t* pattern, size_t plen, int rank, int64_t numel,
                        int itemsize, int64_t segment_bytes, uint8_t* buf, size_t cap, size_t* len);
 
-/* ---- Tuners ------------------------------------------------------------ */
+/* ---- Settings ---------------------------------------------------------- */
 
-/* The tuner's settings, so that a caller sets them without copying their
- * names or defaults: a JSON array with one object per setting,
- *   {"name": "KtGrowth", "type": "int", "default": 5, "help": "..."}
- * where type is int, float, string or bool and name is the key
- * config_json takes. Output by the buffer protocol. */
-int react_tuner_settings(uint8_t* buf, size_t cap, size_t* len);
+/* Every setting a user of react_torch sets, so that a caller reads them
+ * without copying their names, variables or defaults: a JSON array with one
+ * object per setting,
+ *   {"name": "KtGrowth", "var": "REACT_KT_GROWTH", "type": "int",
+ *    "default": 5, "help": "...", "tuner": true, "shared": false}
+ * where type is int, float, string or bool; a setting with "tuner" true is
+ * one config_json takes by its name, the others are the runtime's; "shared"
+ * says every rank of a group must have the same value.
+ * Output by the buffer protocol. */
+int react_settings(uint8_t* buf, size_t cap, size_t* len);
+
+/* What is wrong with settings for a group of size ranks (>= 1): a JSON
+ * array of sentences, each naming a setting's variable and its value, empty
+ * when nothing is. values_json is a JSON object by the settings' names
+ * (those not in it keep their defaults); the tuner's are checked only when
+ * "tune" is true and size > 1. Output by the buffer protocol; REACT_E_INVALID
+ * when values_json is not one JSON object. */
+int react_settings_check(const char* values_json, int size, uint8_t* buf, size_t cap, size_t* len);
+
+/* ---- Tuners ------------------------------------------------------------ */
 
 /* Creates a tuner for one recurring collective.
  *  pattern, len   the initial pattern (msgpack); it must pass the check
  *  message_bytes  size of the collective's message buffer, > 0
  *  config_json    NULL for the defaults, or a JSON object setting any of
- *                 the settings react_tuner_settings names (exactly so
- *                 spelled) and "label" (a string for the logs). An unknown
+ *                 the settings react_settings marks "tuner" (exactly so
+ *                 spelled), Stepped and OneHost (what the runtime says of
+ *                 each collective: tuner.Config) and "label" (a string for
+ *                 the logs). An unknown
  *                 key or a value of the wrong type is refused
  *                 (REACT_E_INVALID); out-of-range values give REACT_E_ARG.
  *  handle         receives the new handle

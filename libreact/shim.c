@@ -27,7 +27,8 @@ SAME_TYPE(react_go_init, int (*)(int, char*, int));
 SAME_TYPE(react_go_pattern_generate, int (*)(char*, char*, int, int, uint8_t*, size_t, size_t*));
 SAME_TYPE(react_go_pattern_layout, int (*)(uint8_t*, size_t, uint8_t*, size_t, size_t*));
 SAME_TYPE(react_go_pattern_plan, int (*)(uint8_t*, size_t, int, int64_t, int, int64_t, uint8_t*, size_t, size_t*));
-SAME_TYPE(react_go_tuner_settings, int (*)(uint8_t*, size_t, size_t*));
+SAME_TYPE(react_go_settings, int (*)(uint8_t*, size_t, size_t*));
+SAME_TYPE(react_go_settings_check, int (*)(char*, int, uint8_t*, size_t, size_t*));
 SAME_TYPE(react_go_tuner_create, int (*)(uint8_t*, size_t, double, char*, uint64_t*));
 SAME_TYPE(react_go_tuner_close, int (*)(uint64_t));
 SAME_TYPE(react_go_tuner_submit, int (*)(uint64_t, uint8_t*, size_t));
@@ -128,9 +129,14 @@ int react_pattern_plan(const uint8_t* pattern, size_t plen, int rank, int64_t nu
     return react_go_pattern_plan((uint8_t*)pattern, plen, rank, numel, itemsize, segment_bytes, buf, cap, len);
 }
 
-int react_tuner_settings(uint8_t* buf, size_t cap, size_t* len) {
+int react_settings(uint8_t* buf, size_t cap, size_t* len) {
     GUARD();
-    return react_go_tuner_settings(buf, cap, len);
+    return react_go_settings(buf, cap, len);
+}
+
+int react_settings_check(const char* values_json, int size, uint8_t* buf, size_t cap, size_t* len) {
+    GUARD();
+    return react_go_settings_check((char*)values_json, size, buf, cap, len);
 }
 
 int react_tuner_create(const uint8_t* pattern, size_t len, double message_bytes,

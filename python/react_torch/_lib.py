@@ -8,6 +8,7 @@ every call from another pid fails at once with a clear error.
 from __future__ import annotations
 
 import ctypes
+import json
 import os
 import threading
 from typing import Callable, Optional, Tuple
@@ -16,10 +17,11 @@ from typing import Callable, Optional, Tuple
 OK, NONE = 0, 1
 E_ARG, E_INVALID, E_SHORT, E_SEMANTICS, E_HANDLE, E_STATE = -1, -2, -3, -4, -5, -6
 E_FORK, E_PANIC, E_LIMIT = -11, -12, -13
-ABI_VERSION = 4
+ABI_VERSION = 5
 
 _lock = threading.Lock()
 _lib: Optional[ctypes.CDLL] = None
+_settings: Optional[list] = None  # react_settings, read as the library loads
 _pid: Optional[int] = None
 _forked = False
 
@@ -63,9 +65,8 @@ def _declare(lib: ctypes.CDLL) -> None:
         "react_pattern_generate": ([c.c_char_p, c.c_char_p, c.c_int, c.c_int, u8p, c.c_size_t, sizep], c.c_int),
         "react_pattern_layout": ([u8p, c.c_size_t, u8p, c.c_size_t, sizep], c.c_int),
         "react_pattern_plan": ([u8p, c.c_size_t, c.c_int, c.c_int64, c.c_int, c.c_int64, u8p, c.c_size_t, sizep], c.c_int),
-        "react_tuner_settings": ([u8p, c.c_size_t, sizep], c.c_int),
-        "react_tuner_create": ([u8p, c.c_size_t, c.c_double, c.c_char_p, c.POINTER(c.c_uint64)], c.c_int),
-        "react_tuner_close": ([c.c_uint64], c.c_int),
+        "react_settings": ([u8p, c.c_size_t, sizep], c.c_int),
+        "react_settings_check": ([c.c_char_p, c.c_int, u8p, c.c_size_t, sizep], c.c_int),
         "react_control_create": ([c.c_char_p, c.POINTER(c.c_uint64)], c.c_int),
         "react_control_key": ([c.c_uint64, u8p, c.c_size_t, c.c_int64, c.c_int, c.c_char_p, c.c_char_p, c.POINTER(c.c_int)], c.c_int),
         "react_control_begin": ([c.c_uint64, c.c_int, c.POINTER(c.c_int64), c.POINTER(c.c_int64)], c.c_int),
@@ -100,7 +101,7 @@ init_args: Callable[[], Tuple[int, str, int]] = _default_init_args
 
 
 def lib() -> ctypes.CDLL:
-    global _lib, _pid
+    global _lib, _pid, _settings
     if _forked or (_pid is not None and _pid != os.getpid()):
         raise ReactError(E_FORK, "react_torch: libreact was loaded by a parent process; a forked child cannot call it (Go does not survive fork)")
     if _lib is not None:
@@ -109,7 +110,6 @@ def lib() -> ctypes.CDLL:
         if _lib is None:
             import torch  # noqa: F401  (torch first: signal handlers)
 
-            level, log_path, procs = init_args()
             path = library_path()
             handle = ctypes.CDLL(path)
             try:
@@ -118,6 +118,9 @@ def lib() -> ctypes.CDLL:
                 raise ReactError(E_ARG, f"react_torch: {path} is not the libreact this package expects ({e}); rebuild it (make lib)") from None
             if handle.react_abi_version() != ABI_VERSION:
                 raise ReactError(E_ARG, f"react_torch: {path} has ABI {handle.react_abi_version()}, want {ABI_VERSION}; rebuild it (make lib)")
+            if _settings is None:  # before react_init, which takes three of them
+                _settings = json.loads(_sized(handle.react_settings, "settings", handle=handle))
+            level, log_path, procs = init_args()
             rc = handle.react_init(level, log_path.encode() or None, procs)
             if rc < 0:
                 raise ReactError(rc, "react_torch: react_init failed: " + _last_error(handle))
@@ -131,9 +134,9 @@ def _last_error(handle: ctypes.CDLL) -> str:
     return buf.value.decode(errors="replace")
 
 
-def _check(rc: int, what: str) -> int:
+def _check(rc: int, what: str, handle: Optional[ctypes.CDLL] = None) -> int:
     if rc < 0:
-        raise ReactError(rc, f"react_torch: {what}: {_last_error(lib())}")
+        raise ReactError(rc, f"react_torch: {what}: {_last_error(handle or lib())}")
     return rc
 
 
@@ -141,16 +144,17 @@ def _buf(data: bytes):
     return (ctypes.c_uint8 * len(data)).from_buffer_copy(data), len(data)
 
 
-def _sized(call, what: str, guess: int = 0) -> bytes:
+def _sized(call, what: str, guess: int = 0, handle: Optional[ctypes.CDLL] = None) -> bytes:
     """Runs a call under the size-query protocol: a buffer of guess bytes
-    (NULL when 0) first, then the size asked for."""
+    (NULL when 0) first, then the size asked for. handle: the library while
+    it loads."""
     n = ctypes.c_size_t(0)
     out = (ctypes.c_uint8 * guess)() if guess else None
     rc = call(out, guess, ctypes.byref(n))
     if rc == E_SHORT:
         out = (ctypes.c_uint8 * max(n.value, 1))()
         rc = call(out, n.value, ctypes.byref(n))
-    _check(rc, what)
+    _check(rc, what, handle)
     return bytes(out[: n.value])
 
 
@@ -177,27 +181,19 @@ def pattern_plan(data: bytes, rank: int, numel: int, itemsize: int, segment_byte
                   f"plan of rank {rank}", guess=4 * ln + 4096)
 
 
-def tuner_settings() -> list:
-    """The tuner's settings: [{"name", "type", "default", "help"}, ...]."""
-    import json
+def settings() -> list:
+    """Every setting (react_settings): [{"name", "var", "type", "default",
+    "help", "tuner", "shared"}, ...]; kept from the library's loading, so a
+    forked child reads them too."""
+    if _settings is None:
+        lib()
+    return _settings
 
+
+def settings_check(values_json: str, size: int) -> list:
+    """libreact's sentences on what is wrong with the settings (react_settings_check)."""
     lb = lib()
-    return json.loads(_sized(lambda b, c, n: lb.react_tuner_settings(b, c, n), "tuner settings"))
-
-
-class Tuner:
-    """A libreact tuner, made and closed: what checks a tuner config."""
-
-    def __init__(self, pattern: bytes, message_bytes: float, config_json: str):
-        h = ctypes.c_uint64(0)
-        b, n = _buf(pattern)
-        _check(lib().react_tuner_create(b, n, float(message_bytes), config_json.encode(), ctypes.byref(h)), "tuner create")
-        self._h = h.value
-
-    def close(self) -> None:
-        if self._h:
-            lib().react_tuner_close(self._h)
-            self._h = 0
+    return json.loads(_sized(lambda b, c, n: lb.react_settings_check(values_json.encode(), size, b, c, n), "settings check", 1024))
 
 
 class Control:

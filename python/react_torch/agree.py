@@ -113,7 +113,7 @@ def settings(cfg: config.Config, size: int, ctrl: Optional[dist.ProcessGroup]) -
         raise ValueError("react_torch: invalid settings for a react group of %d ranks: %s" % (
             size, "; ".join(f"{_ranks(rs, size)}: {p}" for p, rs in why.items())))
     differ = []
-    for k in config.AGREE:
+    for k in mine["shared"]:
         vals: Dict[str, List[int]] = {}
         for r, e in enumerate(every):
             vals.setdefault(repr(e["shared"][k]), []).append(r)

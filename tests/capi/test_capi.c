@@ -344,28 +344,43 @@ static void test_handles_unknown(void) {
     }
 }
 
-/* The settings name the keys config_json takes, each with its default. */
+/* The settings: every one with its variable and default; those marked
+ * tuner are keys config_json takes; the check names a variable and its
+ * value. */
 static void test_settings(void) {
     size_t need = 0, got = 0;
-    EXPECT(react_tuner_settings(NULL, 0, &need), REACT_E_SHORT, "buffer of 0 bytes");
+    EXPECT(react_settings(NULL, 0, &need), REACT_E_SHORT, "buffer of 0 bytes");
     CHECK(need > 0, "settings need %zu bytes", need);
-    EXPECT(react_tuner_settings(NULL, 0, NULL), REACT_E_ARG, "len must not be NULL");
+    EXPECT(react_settings(NULL, 0, NULL), REACT_E_ARG, "len must not be NULL");
     char* js = malloc(need + 1);
-    EXPECT(react_tuner_settings((uint8_t*)js, need - 1, &got), REACT_E_SHORT, "needed");
-    EXPECT(react_tuner_settings((uint8_t*)js, need, &got), REACT_OK, "");
+    EXPECT(react_settings((uint8_t*)js, need - 1, &got), REACT_E_SHORT, "needed");
+    EXPECT(react_settings((uint8_t*)js, need, &got), REACT_OK, "");
     CHECK(got == need, "wrote %zu of %zu bytes", got, need);
     js[got] = 0;
-    CHECK(js[0] == '[' && strstr(js, "{\"name\":\"KtGrowth\",\"type\":\"int\",\"default\":") != NULL, "settings: %s", js);
-    CHECK(strstr(js, "{\"name\":\"TauR\",\"type\":\"float\",\"default\":") != NULL, "settings: %s", js);
+    CHECK(js[0] == '[' && strstr(js, "{\"name\":\"KtGrowth\",\"var\":\"REACT_KT_GROWTH\",\"type\":\"int\",\"default\":") != NULL, "settings: %s", js);
+    CHECK(strstr(js, "{\"name\":\"TauR\",\"var\":\"REACT_TAUR\",\"type\":\"float\",\"default\":") != NULL, "settings: %s", js);
+    CHECK(strstr(js, "{\"name\":\"tune\",\"var\":\"REACT_TUNE\",\"type\":\"bool\",\"default\":true,") != NULL, "settings: %s", js);
+    CHECK(strstr(js, "\"Stepped\"") == NULL, "a per-collective field listed: %s", js);
     free(js);
 
-    /* a name react_tuner_settings gives is one config_json takes */
+    /* a name react_settings marks tuner is one config_json takes */
     size_t plen;
     uint8_t* pat = generate("allreduce", "tree", 8, -1, &plen);
     uint64_t h = 0;
     EXPECT(react_tuner_create(pat, plen, MSG, "{\"KtGrowth\": 5, \"TauR\": 0.05}", &h), REACT_OK, "");
     EXPECT(react_tuner_close(h), REACT_OK, "");
     free(pat);
+
+    char out[1024];
+    EXPECT(react_settings_check("{}", 4, (uint8_t*)out, sizeof out, &got), REACT_OK, "");
+    CHECK(got == 2 && memcmp(out, "[]", 2) == 0, "defaults: %.*s", (int)got, out);
+    EXPECT(react_settings_check("{\"leader\": 9, \"Lag\": 0}", 4, (uint8_t*)out, sizeof out - 1, &got), REACT_OK, "");
+    out[got] = 0;
+    CHECK(strstr(out, "REACT_LEADER=9: the leader must be a rank of the group, 0 to 3") != NULL &&
+              strstr(out, "REACT_LAG=0: Lag = 0, want >= 1") != NULL, "check: %s", out);
+    EXPECT(react_settings_check("[1]", 4, (uint8_t*)out, sizeof out, &got), REACT_E_INVALID, "not a JSON object");
+    EXPECT(react_settings_check("{}", 0, (uint8_t*)out, sizeof out, &got), REACT_E_ARG, "want >= 1");
+    EXPECT(react_settings_check(NULL, 4, (uint8_t*)out, sizeof out, &got), REACT_E_ARG, "must not be NULL");
 }
 
 static uint64_t create_tree8(uint8_t** pat, size_t* plen, pattern_view* v) {

@@ -35,24 +35,23 @@ def test_configure_refuses_unknown_names():
         react_torch._overrides.clear()
 
 
-def test_tuner_settings_come_from_libreact():
-    """The tuner's names, types and defaults are libreact's: a Config sends
-    only what was set, reads the rest as Go's defaults, and every name
-    libreact lists is one it takes back."""
-    import json
-
+def test_settings_come_from_libreact():
+    """Names, variables, types and defaults are libreact's: a Config sends
+    the tuner only what was set, reads the rest as Go's defaults, and every
+    default passes libreact's check."""
     from react_torch import _lib
 
-    listed = {s["name"]: s for s in _lib.tuner_settings()}
+    listed = {s["name"]: s for s in _lib.settings()}
     # properties of the executor and of the group, not settings
-    assert listed["Stepped"]["type"] == listed["OneHost"]["type"] == "bool"
-    assert set(config.tuner_settings()) == set(listed) - {"Stepped", "OneHost"}
+    assert "Stepped" not in listed and "OneHost" not in listed
+    assert listed["tune"]["var"] == "REACT_TUNE" and listed["KtGrowth"]["tuner"] and not listed.get("tune", {}).get("tuner")
     cfg = config.Config()
     assert cfg.tuner_json() == {}
-    pat = _lib.generate_pattern("allreduce", "ring", 2, -1)
-    for name, (typ, default, help_) in config.tuner_settings().items():
-        assert getattr(cfg, name) == listed[name]["default"] and isinstance(default, typ) and help_, name
-        _lib.Tuner(pat, 1.0, json.dumps({name: default})).close()
+    for name, s in config.settings().items():
+        assert getattr(cfg, name) == listed[name]["default"] and isinstance(s["default"], s["type"]) and s["help"], name
+        assert config.validate(config.replace(cfg, **{name: s["default"]}), 4) == [], name
+    assert set(config.shared(cfg)) == {"tune", "hosts", "algo_allreduce", "algo_allgather", "algo_reducescatter", "algo_broadcast",
+                                       "algo_reduce", "leader", "segment_bytes", "min_calls", "Lag", "check_calls"}
 
 
 def test_variables_keep_their_names():
@@ -102,10 +101,12 @@ def test_unknown_env_variable_warns_once(caplog):
     ({"segment_bytes": -1}, 4, ["REACT_SEGMENT_BYTES=-1", "want >= 0"]),
     ({"min_calls": 0}, 4, ["REACT_MIN_CALLS=0"]),
     ({"log_level": 5}, 4, ["REACT_LOG_LEVEL=5", "4 (off)"]),
-    ({"Model": "magic"}, 4, ["REACT_MODEL='magic'", "react", "paper"]),
-    ({"Lag": "2"}, 4, ["REACT_LAG='2'", "want an integer"]),
+    ({"Model": "magic"}, 4, ['REACT_MODEL="magic"', "react", "paper"]),
+    ({"Lag": "2"}, 4, ['REACT_LAG="2"', "want an integer"]),
     ({"KtGrowth": -1}, 4, ["REACT_KT_GROWTH=-1", "KtGrowth = -1, want >= 0"]),
-    ({"algo_allreduce": "zigzag"}, 4, ["REACT_ALGO_ALLREDUCE='zigzag'", "tree, ring, halving_doubling"]),
+    ({"algo_allreduce": "zigzag"}, 4, ['REACT_ALGO_ALLREDUCE="zigzag"', "tree, ring, halving_doubling"]),
+    ({"hosts": "ring"}, 4, ['REACT_HOSTS="ring"', "auto, flat, hier"]),
+    ({"min_calls": 1.5}, 4, ["REACT_MIN_CALLS=1.5", "want an integer"]),
     ({}, 2000, ["2000 ranks", "at most 1024 ranks"]),
     ({"tune": False, "Lag": 0}, 4, []),  # the tuner's settings do not matter untuned
     ({}, 4, []),

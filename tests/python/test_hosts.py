@@ -97,7 +97,7 @@ def test_layout_found_and_forced(layout, env, hier):
 def test_unknown_hosts_setting_is_refused():
     res = launch(2, "hostlayout", env={"REACT_HOSTS": "rails"})
     for rc, _, err in res:
-        assert rc != 0 and "REACT_HOSTS='rails': want auto, flat, hier" in err, err[-2000:]
+        assert rc != 0 and 'REACT_HOSTS="rails": want auto, flat, hier' in err, err[-2000:]
 
 
 @pytest.mark.parametrize("ids,want,rails", [
