@@ -157,13 +157,6 @@ def describe(s: Sequence[int]) -> str:
     return f"{what}, call {s[SEQ]} on the group{key}"
 
 
-def _digest(sig: torch.Tensor) -> int:
-    """62 bits of BLAKE2b of a signature: equal digests mean equal calls
-    (a collision has probability 2^-62)."""
-    d = hashlib.blake2b(sig.numpy().tobytes(), digest_size=8).digest()
-    return int.from_bytes(d, "little") >> 2
-
-
 class CallCheck:
     """Compares every rank's call signature before the call moves data.
     After a mismatch the group is unusable: its ranks' call sequences have
@@ -184,7 +177,7 @@ class CallCheck:
         if self.size > DIRECT_MAX:
             # one small allreduce: MAX of (h, -h) is (h, -h) on every rank
             # exactly when every rank's digest is h (min = max)
-            h = _digest(sig)
+            h = digest(sig.tolist())
             both = torch.tensor([h, -h], dtype=torch.int64)
             opts = dist.AllreduceOptions()
             opts.reduceOp = dist.ReduceOp.MAX
@@ -243,8 +236,10 @@ def salt(sig: Sequence[int]) -> int:
 
 
 def digest(sig: Sequence[int]) -> int:
-    """62 bits of BLAKE2b of a signature: what a host's ranks compare
-    before their host phases (hier.py), where no tag carries the call."""
+    """62 bits of BLAKE2b of a signature: equal digests mean equal calls (a
+    collision has probability 2^-62). What a large group's ranks compare
+    (CallCheck) and a host's ranks before their host phases (hier.py),
+    where no tag carries the call."""
     d = hashlib.blake2b(struct.pack("<8q", *sig), digest_size=8).digest()
     return int.from_bytes(d, "little") >> 2
 
