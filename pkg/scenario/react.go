@@ -2,7 +2,6 @@ package scenario
 
 import (
 	"fmt"
-	"os"
 
 	"github.com/react-torch/react-torch/pkg/netsim"
 	"github.com/react-torch/react-torch/pkg/ten"
@@ -70,9 +69,6 @@ func (d *reactDriver) Done(r netsim.EpochResult) {
 	if err != nil {
 		d.err = fmt.Errorf("job %d epoch %d: %w", r.Job, r.Epoch, err)
 		return
-	}
-	if dec != nil && os.Getenv("SCN_DEBUG") != "" {
-		fmt.Fprintf(os.Stderr, "DBG job %d batch %d obs %.5f pat %v kept %v rev %v model %s note %s\n", r.Job, dec.Batch, dec.Observed, dec.Pattern != nil, dec.Kept, dec.Reverted, "", dec.Note)
 	}
 	if dec == nil || (dec.Pattern == nil && !dec.Kept && !dec.Reverted) {
 		return
