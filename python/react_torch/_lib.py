@@ -279,8 +279,6 @@ class Control:
 
     def accept(self, x: int, votes) -> Tuple[list, bool]:
         """(refusals [{"key", "version", "why"}], estimate the clock again now)"""
-        import json
-
         lb = lib()
         v = (ctypes.c_int64 * max(len(votes), 1))(*votes)
         res = (ctypes.c_int64 * 2)()
@@ -295,8 +293,6 @@ class Control:
         _check(lib().react_control_offset(self._h, offset), "control offset")
 
     def stats(self) -> dict:
-        import json
-
         lb = lib()
         return json.loads(_sized(lambda b, c, n: lb.react_control_stats(self._h, b, c, n), "control stats", 1024))
 
