@@ -13,15 +13,16 @@ type Link struct {
 // elsewhere may add and still explain the observations as well.
 const chi2One95 = 3.841
 
-// Ambiguous lists the links that explain what l's competing count
-// explains: moving l's count to zero and refitting the other link's count
+// Ambiguous lists the links that explain what l's load (its competing
+// count and its slowness) explains: moving l's load to zero and refitting
+// the other link's count
 // leaves the loss within chi2One95 noise variances of the fit's. Flows
 // a->b load up[a] and down[b] alike; unless the patterns seen send a's
 // flows to several ranks, or several ranks' flows to b, concurrently, the
 // observations cannot tell the two apart, and a report that named one
 // would send an operator to the wrong switch. Only links that carry a
 // flow with l are tried. It replays the held epochs a few times per
-// candidate; nil before a fit or for a link with no count.
+// candidate; nil before a fit or for a link with no load.
 func (m *Model) Ambiguous(l Link) []Link {
 	if !m.fitted || l.Rank < 0 || l.Rank >= m.ranks {
 		return nil
@@ -29,13 +30,21 @@ func (m *Model) Ambiguous(l Link) []Link {
 	net := m.fit.Net.clone()
 	li := m.linkIndex(l)
 	k := m.count(&net, li)
-	if *k < 0.01 {
+	var s *float64 // l's slowness, where it reads slow
+	if net.Slow != nil {
+		s = &net.Slow[li]
+	}
+	load := net.Load(l.Rank, l.Down)
+	if load < 0.01 {
 		return nil
 	}
 	cur := m.loss(&net)
 	v := m.variance(cur, m.fit.Noise)
 	old := *k
 	*k = 0
+	if s != nil {
+		*s = 0
+	}
 	var out []Link
 	for _, o := range m.sharing(l) {
 		oi := m.linkIndex(o)
@@ -43,7 +52,7 @@ func (m *Model) Ambiguous(l Link) []Link {
 		was := *ok
 		// the other link takes what l carried: as a guess, its count grown
 		// by l's, refined by the line search
-		_, best := m.lineSearch(&net, ok, math.Log((was+old+1)/(was+1)))
+		_, best := m.lineSearch(&net, ok, math.Log((was+load+1)/(was+1)))
 		*ok = was
 		if best-cur < chi2One95*v {
 			out = append(out, o)

@@ -47,8 +47,9 @@ func (e *Estimator) Estimate(p *ten.Pattern, dag *critpath.DAG, bytes float64, n
 		if scale != nil {
 			b *= scale[i]
 		}
-		share := max(net.Up[f.Src]+float64(e.out[int(f.Step)*n+int(f.Src)]), net.Down[f.Dst]+float64(e.in[int(f.Step)*n+int(f.Dst)]))
-		e.w[i] = b*share/net.C + net.Alpha
+		share := max((net.Up[f.Src]+float64(e.out[int(f.Step)*n+int(f.Src)]))/net.rate(int(f.Src)),
+			(net.Down[f.Dst]+float64(e.in[int(f.Step)*n+int(f.Dst)]))/net.rate(n+int(f.Dst)))
+		e.w[i] = b*share + net.Alpha
 		e.load[f.Src] += b
 		e.load[n+int(f.Dst)] += b
 	}
@@ -58,7 +59,7 @@ func (e *Estimator) Estimate(p *ten.Pattern, dag *critpath.DAG, bytes float64, n
 		for st := 1; st <= steps; st++ {
 			mu, md = max(mu, e.out[st*n+r]), max(md, e.in[st*n+r])
 		}
-		bound = max(bound, e.load[r]*(1+net.Up[r]/float64(mu))/net.C, e.load[n+r]*(1+net.Down[r]/float64(md))/net.C)
+		bound = max(bound, e.load[r]*(1+net.Up[r]/float64(mu))/net.rate(r), e.load[n+r]*(1+net.Down[r]/float64(md))/net.rate(n+r))
 	}
 	e.fin = grow(e.fin, nf)
 	if !net.Stepped {

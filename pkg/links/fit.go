@@ -55,6 +55,7 @@ func (m *Model) Refit() (Fit, error) {
 	if m.fitted {
 		copy(net.Up, m.fit.Net.Up)
 		copy(net.Down, m.fit.Net.Down)
+		net.Slow = slices.Clone(m.fit.Net.Slow)
 		net.Alpha = m.fit.Net.Alpha
 	}
 	m.fitScale(&net, 0.5)
@@ -66,26 +67,34 @@ func (m *Model) Refit() (Fit, error) {
 	m.fitScale(&net, 0.5)
 	cur = m.fitAlpha(&net)
 	cur = m.descend(&net, cur, 2*n+4, noise, -1)
+	cur = m.readSlow(&net, cur, noise)
 
-	f := Fit{Net: net, Noise: noise, Epochs: len(m.obs), Patterns: len(m.groups)}
-	total, flows := 0, 0
-	for _, g := range m.groups {
-		total += g.n * len(g.logObs)
-		flows += len(g.logObs)
-	}
-	// A flow's mean over n epochs misses its true mean by noise/sqrt(n) on
-	// its own: that part of the residuals is the data's, not the fit's.
-	// Under ECMP (noise 0.3-0.5 a flow) it made a fit that explains every
-	// pair's mean look 15-20% off.
-	if total > 0 {
-		f.RMS = math.Sqrt(max(0, cur-noise*noise*float64(flows)) / float64(total))
-	}
+	f := Fit{Net: net, Noise: noise, Epochs: len(m.obs), Patterns: len(m.groups), RMS: m.misfit(cur, noise)}
 	f.UpSE, f.DownSE = m.uncertainty(&net, cur, noise)
+	f.SlowSE = m.slowUncertainty(&net, cur, noise)
 	m.fit, m.fitted = f, true
 	m.significant()
 	m.fitPairs(noise)
 	m.fit.Replays = m.evals
 	return m.fit, nil
+}
+
+// misfit is the root mean square of the log residuals of the flows' mean
+// FCTs at loss cur, less what the measured noise alone leaves in a mean of
+// that many epochs: a flow's mean over n epochs misses its true mean by
+// noise/sqrt(n) on its own, that part of the residuals is the data's, not
+// the fit's. Under ECMP (noise 0.3-0.5 a flow) a fit that explains every
+// pair's mean looked 15-20% off without it.
+func (m *Model) misfit(cur, noise float64) float64 {
+	total, flows := 0, 0
+	for _, g := range m.groups {
+		total += g.n * len(g.logObs)
+		flows += len(g.logObs)
+	}
+	if total == 0 {
+		return 0
+	}
+	return math.Sqrt(max(0, cur-noise*noise*float64(flows)) / float64(total))
 }
 
 // explains says whether the last fit still describes the newest epochs:
@@ -377,6 +386,14 @@ func (m *Model) variance(cur, noise float64) float64 {
 func (m *Model) significant() {
 	n := m.ranks
 	m.sig = Net{C: m.fit.Net.C, Alpha: m.fit.Net.Alpha, Up: make([]float64, n), Down: make([]float64, n), Stepped: m.stepped}
+	if m.fit.Net.Slow != nil {
+		m.sig.Slow = make([]float64, 2*n)
+		for l, x := range m.fit.Net.Slow {
+			if Significant(x, m.fit.SlowSE[l]) {
+				m.sig.Slow[l] = x
+			}
+		}
+	}
 	for r := 0; r < n; r++ {
 		if k := m.fit.Net.Up[r]; Significant(k, m.fit.UpSE[r]) {
 			m.sig.Up[r] = k

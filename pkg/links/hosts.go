@@ -53,6 +53,13 @@ func (m *Model) SlowHosts() []SlowHost {
 	n := m.ranks
 	net := m.fit.Net.clone()
 	net.Host, net.Shared = make([]float64, n), make([]float64, n)
+	// Links read as slow are judged as counts here, as their lone flows
+	// see them: a host slow both ways is what the user is told, whichever
+	// of the two link readings the judge takes.
+	for r := range n {
+		net.Up[r], net.Down[r] = net.Load(r, false), net.Load(r, true)
+	}
+	net.Slow = nil
 	cur := m.loss(&net)
 	v := m.variance(cur, m.fit.Noise)
 	type cand struct {
@@ -61,8 +68,8 @@ func (m *Model) SlowHosts() []SlowHost {
 	}
 	var cs []cand
 	for r := 0; r < n; r++ {
-		if Significant(net.Up[r], m.fit.UpSE[r]) && Significant(net.Down[r], m.fit.DownSE[r]) {
-			cs = append(cs, cand{r, min(net.Up[r], net.Down[r])})
+		if m.loaded(r, false) && m.loaded(r, true) {
+			cs = append(cs, cand{r, min(net.Load(r, false), net.Load(r, true))})
 		}
 	}
 	slices.SortStableFunc(cs, func(a, b cand) int { return cmpFloat(b.load, a.load) })
@@ -100,6 +107,16 @@ func (m *Model) SlowHosts() []SlowHost {
 	}
 	slices.SortFunc(out, func(a, b SlowHost) int { return a.Rank - b.Rank })
 	return out
+}
+
+// loaded says whether the fit's count or slowness of rank r's uplink
+// (down: downlink) is significant.
+func (m *Model) loaded(r int, down bool) bool {
+	l, k, se := r, m.fit.Net.Up[r], m.fit.UpSE[r]
+	if down {
+		l, k, se = m.ranks+r, m.fit.Net.Down[r], m.fit.DownSE[r]
+	}
+	return Significant(k, se) || (m.fit.Net.Slow != nil && Significant(m.fit.Net.Slow[l], m.fit.SlowSE[l]))
 }
 
 // alike says whether a host's sends and receives are slowed alike: the

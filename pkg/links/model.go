@@ -74,6 +74,9 @@ type Fit struct {
 	// UpSE and DownSE are the standard errors of the competing counts
 	// (0 where the count is 0: not measured, as it cannot be significant).
 	UpSE, DownSE []float64
+	// SlowSE are the standard errors of Net.Slow (nil where no link reads
+	// as slow).
+	SlowSE []float64
 	// Noise is the standard deviation of one flow's log FCT from epoch to
 	// epoch around its mean (pooled over flows): the measurement noise.
 	Noise float64

@@ -94,6 +94,9 @@ func TestFitRecoversCompetingCounts(t *testing.T) {
 					}
 				}
 			}
+			if fit.Net.Slow != nil {
+				t.Errorf("competing flows read as slow links: %.2f", fit.Net.Slow)
+			}
 			if len(tc.up)+len(tc.down) == 0 && pr.Congested() {
 				t.Errorf("congestion predicted with none: %+v pairs %+v", pr.Net(), fit.Pairs)
 			}

@@ -1,6 +1,8 @@
 package links
 
 import (
+	"slices"
+
 	"github.com/react-torch/react-torch/pkg/critpath"
 	"github.com/react-torch/react-torch/pkg/ten"
 )
@@ -36,6 +38,14 @@ func (m *Model) Cautious(z float64) *Predictor {
 	}
 	n := m.ranks
 	net := Net{C: m.sig.C, Alpha: m.sig.Alpha, Up: make([]float64, n), Down: make([]float64, n), Stepped: m.stepped}
+	if m.sig.Slow != nil {
+		net.Slow = make([]float64, 2*n)
+		for l, x := range m.sig.Slow {
+			if x > 0 {
+				net.Slow[l] = max(0, x-z*m.fit.SlowSE[l])
+			}
+		}
+	}
 	for r := 0; r < n; r++ {
 		if m.sig.Up[r] > 0 {
 			net.Up[r] = max(0, m.sig.Up[r]-z*m.fit.UpSE[r])
@@ -78,7 +88,7 @@ func (pr *Predictor) Congested() bool {
 			return true
 		}
 	}
-	return false
+	return slices.ContainsFunc(pr.net.Slow, func(x float64) bool { return x > 0 })
 }
 
 // Suspects lists the ranks with a significant count or pair residual, in
@@ -87,6 +97,11 @@ func (pr *Predictor) Suspects() []int32 {
 	mark := make([]bool, len(pr.net.Up))
 	for r := range pr.net.Up {
 		mark[r] = pr.net.Up[r] > 0 || pr.net.Down[r] > 0
+	}
+	for l, x := range pr.net.Slow {
+		if x > 0 {
+			mark[l%len(mark)] = true
+		}
 	}
 	for _, p := range pr.pairs {
 		mark[p.Src], mark[p.Dst] = true, true

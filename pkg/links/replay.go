@@ -29,6 +29,13 @@ import (
 // its flows in both directions alike whatever they share a link with;
 // competing flows slow a rank's concurrent flows less than its single one.
 //
+// Slow, where not nil, is every rank link's slowness as a link (uplinks,
+// then downlinks): link l carries C/(1+Slow[l]), shared by the pattern's
+// flows and its competing ones, a cable degraded to a lower rate. A lone
+// flow slows on it as beside Slow[l] competing flows, but n concurrent
+// flows of the pattern slow n times as much, where a count slows them
+// less: the epochs' concurrency tells the two apart.
+//
 // Shared, where not nil, gives every rank r with Shared[r] above zero a
 // third link, its host's, that all its flows both ways pass through
 // beside Shared[r] competing flows: a CPU or a bus that a rank's sends and
@@ -37,7 +44,30 @@ type Net struct {
 	C, Alpha     float64
 	Up, Down     []float64
 	Host, Shared []float64
+	Slow         []float64
 	Stepped      bool
+}
+
+// rate is link l's line rate (l: uplinks, downlinks, then hosts').
+func (n *Net) rate(l int) float64 {
+	if n.Slow == nil || l >= len(n.Slow) {
+		return n.C
+	}
+	return n.C / (1 + n.Slow[l])
+}
+
+// Load is what the model sees on rank r's uplink (down: its downlink):
+// its competing count plus its slowness as a link, either the slowdown of
+// a lone flow.
+func (n *Net) Load(r int, down bool) float64 {
+	l, k := r, n.Up[r]
+	if down {
+		l, k = len(n.Up)+r, n.Down[r]
+	}
+	if n.Slow != nil {
+		k += n.Slow[l]
+	}
+	return k
 }
 
 // hostFactor is the slowness flow src->dst takes from its hosts.
@@ -51,7 +81,7 @@ func (n *Net) hostFactor(src, dst int32) float64 {
 // clone is a copy of n that shares no slice with it.
 func (n *Net) clone() Net {
 	c := *n
-	c.Up, c.Down, c.Host, c.Shared = slices.Clone(n.Up), slices.Clone(n.Down), slices.Clone(n.Host), slices.Clone(n.Shared)
+	c.Up, c.Down, c.Host, c.Shared, c.Slow = slices.Clone(n.Up), slices.Clone(n.Down), slices.Clone(n.Host), slices.Clone(n.Shared), slices.Clone(n.Slow)
 	return c
 }
 

@@ -50,7 +50,7 @@ func (r *Replayer) share(net *Net) {
 		r.component()
 	}
 	for _, l := range r.clinks {
-		r.lcap[l] = net.C
+		r.lcap[l] = net.rate(int(l))
 	}
 	if len(r.clinks) <= linearLinks {
 		r.fillLinear()

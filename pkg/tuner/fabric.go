@@ -80,7 +80,7 @@ func (t *reactLoop) fabricTrial(d *Decision, epoch int, pr *links.Predictor) *De
 	}
 	net := pr.Net()
 	for r := range net.Up {
-		if net.Up[r] > bar || net.Down[r] > bar {
+		if net.Load(r, false) > bar || net.Load(r, true) > bar {
 			return d
 		}
 	}

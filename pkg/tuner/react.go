@@ -133,7 +133,11 @@ type snapshot struct {
 
 func (t *Tuner) snap(f links.Fit, pr *links.Predictor) *snapshot {
 	n := len(f.Net.Up)
-	s := &snapshot{up: slices.Clone(pr.Net().Up), down: slices.Clone(pr.Net().Down), se: make([]float64, 2*n), pairs: map[[2]int32]bool{}}
+	net := pr.Net()
+	s := &snapshot{up: make([]float64, n), down: make([]float64, n), se: make([]float64, 2*n), pairs: map[[2]int32]bool{}}
+	for r := range n {
+		s.up[r], s.down[r] = net.Load(r, false), net.Load(r, true)
+	}
 	copy(s.se, f.UpSE)
 	copy(s.se[n:], f.DownSE)
 	for _, p := range f.Pairs {
@@ -147,7 +151,7 @@ func (s *snapshot) changed(f links.Fit, pr *links.Predictor) bool {
 	n := len(s.up)
 	net := pr.Net()
 	for r := 0; r < n; r++ {
-		for _, c := range [2][3]float64{{s.up[r], net.Up[r], f.UpSE[r]}, {s.down[r], net.Down[r], f.DownSE[r]}} {
+		for _, c := range [2][3]float64{{s.up[r], net.Load(r, false), f.UpSE[r]}, {s.down[r], net.Load(r, true), f.DownSE[r]}} {
 			se := c[2]
 			if math.IsInf(se, 0) {
 				se = 0
@@ -570,7 +574,7 @@ func bySeverity(pr *links.Predictor) []int32 {
 	net := pr.Net()
 	sev := make(map[int32]float64, len(sus))
 	for _, r := range sus {
-		sev[r] = net.Up[r] + net.Down[r]
+		sev[r] = net.Load(int(r), false) + net.Load(int(r), true)
 	}
 	for _, p := range pr.Pairs() {
 		sev[p.Src] += math.Log(p.Factor)

@@ -254,21 +254,35 @@ func TestConfigAndInputErrors(t *testing.T) {
 func BenchmarkDecision(b *testing.B) {
 	for _, m := range []string{tuner.ModelReact, tuner.ModelPaper} {
 		for _, n := range []int{8, 64, 1024} {
-			benchDecision(b, m, n)
+			benchDecision(b, m, n, false)
 		}
+	}
+	for _, n := range []int{8, 64, 1024} {
+		benchDecision(b, tuner.ModelReact, n, true)
 	}
 }
 
 // benchDecision times New plus one batch ending in a decision, on FCTs of
 // a fair replay with rank 3's downlink shared with two other flows and 1%
-// noise (the model then finds one congested link, as in a real job).
-func benchDecision(b *testing.B, model string, n int) {
+// noise (the model then finds one congested link, as in a real job); slow:
+// the downlink at a third of the line rate instead (the fit then reads it
+// again as slow).
+func benchDecision(b *testing.B, model string, n int, slow bool) {
 	p := pattern.TreeAllReduce(n)
-	b.Run(fmt.Sprintf("%s/tree-%d", model, n), func(b *testing.B) {
+	name := fmt.Sprintf("%s/tree-%d", model, n)
+	if slow {
+		name += "-slow"
+	}
+	b.Run(name, func(b *testing.B) {
 		cfg := tuner.DefaultConfig()
 		cfg.Model = model
 		net := quietNet(n)
 		net.Down[3] = 2
+		if slow {
+			net.Down[3] = 0
+			net.Slow = make([]float64, 2*n)
+			net.Slow[n+3] = 2
+		}
 		var rp links.Replayer
 		base := make([]float64, len(p.Flows))
 		mk := rp.Replay(p, critpath.New(p), msg, net, nil, base)
