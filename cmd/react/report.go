@@ -110,7 +110,7 @@ func writeReportText(w io.Writer, r *tuner.Report) error {
 		}
 		for i, l := range r.Links {
 			if i == 0 {
-				fmt.Fprintln(w, "links with competing flows, most first:")
+				fmt.Fprintln(w, "links with competing flows or below the line rate, most first:")
 			}
 			what := "not significant"
 			switch {
@@ -119,7 +119,7 @@ func writeReportText(w io.Writer, r *tuner.Report) error {
 			case l.Significant:
 				what = "congested"
 			}
-			fmt.Fprintf(w, "  %-20s %7.2f ± %.2f competing flows  %s", l.LinkRef.String(), l.Competing, l.SE, what)
+			fmt.Fprintf(w, "  %-20s %s  %s", l.LinkRef.String(), loadText(l), what)
 			if len(l.AmbiguousWith) > 0 {
 				names := make([]string, len(l.AmbiguousWith))
 				for k, o := range l.AmbiguousWith {
@@ -221,18 +221,18 @@ func writeReportPlot(path string, r *tuner.Report, epochs []wire.FCTEpoch, basel
 	}
 
 	load := plot.New()
-	load.Title.Text = "link model: competing flows per rank"
+	load.Title.Text = "link model: competing flows per rank (a slow link's as its lone flow sees it)"
 	if len(r.Links) > 0 && r.Links[0].Significant {
-		load.Title.Text += fmt.Sprintf(" (most: %s, ~%.1f)", r.Links[0].LinkRef, r.Links[0].Competing)
+		load.Title.Text += fmt.Sprintf(" (most: %s, ~%.1f)", r.Links[0].LinkRef, r.Links[0].Competing+r.Links[0].Slow)
 	}
 	load.X.Label.Text = "rank"
 	load.Y.Label.Text = "competing flows"
 	up, down := make(plotter.Values, r.Ranks), make(plotter.Values, r.Ranks)
 	for _, l := range r.Links {
 		if l.Dir == "down" {
-			down[l.Rank] = l.Competing
+			down[l.Rank] = l.Competing + l.Slow
 		} else {
-			up[l.Rank] = l.Competing
+			up[l.Rank] = l.Competing + l.Slow
 		}
 	}
 	w := vg.Points(6)
@@ -271,4 +271,18 @@ func savePNG(path string, img *vgimg.Canvas) error {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	return f.Close()
+}
+
+// loadText says what the link model sees on a link: its competing flows,
+// its rate where it reads slower than the line rate, or both.
+func loadText(l tuner.LinkLoad) string {
+	count := fmt.Sprintf("%7.2f ± %.2f competing flows", l.Competing, l.SE)
+	if l.Slow < 0.01 {
+		return count
+	}
+	rate := fmt.Sprintf("at %.1f%% ± %.1f of the line rate", 100/(1+l.Slow), 100*l.SlowSE/((1+l.Slow)*(1+l.Slow)))
+	if l.Competing < 0.01 {
+		return rate
+	}
+	return rate + ", " + strings.TrimSpace(count)
 }

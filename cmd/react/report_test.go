@@ -50,7 +50,7 @@ func TestReportLogs(t *testing.T) {
 				t.Errorf("first link %+v, want %+v, significant", r.Links, tc.first)
 			}
 			for i := 1; i < len(r.Links); i++ {
-				if r.Links[i].Competing > r.Links[i-1].Competing {
+				if r.Links[i].Competing+r.Links[i].Slow > r.Links[i-1].Competing+r.Links[i-1].Slow {
 					t.Errorf("links out of order: %+v", r.Links)
 				}
 			}

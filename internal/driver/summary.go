@@ -68,9 +68,13 @@ func cause(r *tuner.Report, dec *tuner.Decision) string {
 		if !l.Significant {
 			continue
 		}
-		s := fmt.Sprintf("moving flows off %s (~%.1f competing flows)", l.LinkRef.String(), l.Competing)
+		load := fmt.Sprintf("~%.1f competing flows", l.Competing)
+		if l.Competing < 0.01 {
+			load = fmt.Sprintf("at ~%.0f%% of the line rate", 100/(1+l.Slow))
+		}
+		s := fmt.Sprintf("moving flows off %s (%s)", l.LinkRef.String(), load)
 		if l.Host {
-			s = fmt.Sprintf("moving flows off %s (~%.1f competing flows, or rank %d slow itself: the flows seen read it slow both ways)", l.LinkRef.String(), l.Competing, l.Rank)
+			s = fmt.Sprintf("moving flows off %s (%s, or rank %d slow itself: the flows seen read it slow both ways)", l.LinkRef.String(), load, l.Rank)
 		}
 		if len(l.AmbiguousWith) > 0 {
 			names := make([]string, len(l.AmbiguousWith))

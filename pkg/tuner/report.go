@@ -72,8 +72,13 @@ func (l LinkRef) String() string {
 // it): JSON has no infinity.
 type LinkLoad struct {
 	LinkRef
-	Competing     float64   `json:"competing"`
-	SE            float64   `json:"se"`
+	Competing float64 `json:"competing"`
+	SE        float64 `json:"se"`
+	// Slow: the link reads slower than the line rate (a degraded cable),
+	// carrying 1/(1+Slow) of it, its flows and the competing ones
+	// together; SlowSE its standard error.
+	Slow          float64   `json:"slow"`
+	SlowSE        float64   `json:"slow_se"`
 	Significant   bool      `json:"significant"`
 	AmbiguousWith []LinkRef `json:"ambiguous_with"`
 	// Host: its rank is a slow host (SlowHosts), and the load is read as
@@ -192,20 +197,33 @@ func (t *reactLoop) report(r *Report) {
 		r.SlowHosts = append(r.SlowHosts, HostLoad{Rank: h.Rank, Kind: h.Kind, Factor: h.Factor, SE: h.SE, Send: h.Send, Receive: h.Receive, Busy: h.Busy})
 		slow[h.Rank] = true
 	}
+	bounded := func(se float64) float64 {
+		if math.IsInf(se, 0) || math.IsNaN(se) { // the loss is flat along this parameter
+			return -1
+		}
+		return se
+	}
+	n := len(f.Net.Up)
 	add := func(rank int, down bool, k, se float64) {
-		if k < 0.01 {
+		l := LinkLoad{LinkRef: linkRef(links.Link{Rank: rank, Down: down}), Competing: k, SE: bounded(se), Host: slow[rank]}
+		if f.Net.Slow != nil {
+			i := rank
+			if down {
+				i += n
+			}
+			l.Slow, l.SlowSE = f.Net.Slow[i], bounded(f.SlowSE[i])
+		}
+		if k < 0.01 && l.Slow < 0.01 {
 			return
 		}
-		if math.IsInf(se, 0) || math.IsNaN(se) { // the loss is flat along this count
-			se = -1
-		}
-		r.Links = append(r.Links, LinkLoad{LinkRef: linkRef(links.Link{Rank: rank, Down: down}), Competing: k, SE: se, Significant: links.Significant(k, se), Host: slow[rank]})
+		l.Significant = links.Significant(k, l.SE) || links.Significant(l.Slow, l.SlowSE)
+		r.Links = append(r.Links, l)
 	}
 	for rank := range f.Net.Up {
 		add(rank, false, f.Net.Up[rank], f.UpSE[rank])
 		add(rank, true, f.Net.Down[rank], f.DownSE[rank])
 	}
-	slices.SortStableFunc(r.Links, func(a, b LinkLoad) int { return cmp.Compare(b.Competing, a.Competing) })
+	slices.SortStableFunc(r.Links, func(a, b LinkLoad) int { return cmp.Compare(b.Competing+b.Slow, a.Competing+a.Slow) })
 	for i := range r.Links[:min(len(r.Links), maxAmbiguityChecks)] {
 		l := &r.Links[i]
 		l.AmbiguousWith = []LinkRef{}

@@ -41,7 +41,11 @@ class KeyReport:
             out.append(f"  {_node(h['rank'], self.hosts)} is slow itself, not its links ({how}): its sends take x{h['send']:.2f}, its receives x{h['receive']:.2f}")
         for ln in self.links:
             what = f"read as {_node(ln['rank'], self.hosts)} slow itself" if ln.get("host") else "congested" if ln["significant"] else "not significant"
-            s = f"  {_link(ln, self.hosts)}: {ln['competing']:.2f} ± {ln['se']:.2f} competing flows ({what})"
+            load = f"{ln['competing']:.2f} ± {ln['se']:.2f} competing flows"
+            if ln.get("slow", 0) >= 0.01:
+                rate = f"at {100 / (1 + ln['slow']):.0f}% of the line rate"
+                load = rate if ln["competing"] < 0.01 else f"{rate}, {load}"
+            s = f"  {_link(ln, self.hosts)}: {load} ({what})"
             if ln.get("ambiguous_with"):
                 s += " or " + ", ".join(_link(o, self.hosts) for o in ln["ambiguous_with"]) + " (the flows seen cannot tell them apart)"
             out.append(s)
