@@ -269,6 +269,25 @@ func counts(m *links.Fit) string {
 	return b.String()
 }
 
+// slowLinks names the links the fit reads slower than the line rate
+// (significant ones), with their rate; empty without one.
+func slowLinks(m *links.Fit) string {
+	var b strings.Builder
+	for l, x := range m.Net.Slow {
+		if links.Significant(x, m.SlowSE[l]) {
+			dir, r := "up", l
+			if r >= len(m.Net.Up) {
+				dir, r = "down", r-len(m.Net.Up)
+			}
+			fmt.Fprintf(&b, " %s[%d] at %.1f%%", dir, r, 100/(1+x))
+		}
+	}
+	if b.Len() == 0 {
+		return ""
+	}
+	return "; slow links (of the line rate)" + b.String()
+}
+
 // pairList names the pairs that stand out: their time against the median
 // pair's, with the standard error of its log.
 func pairList(ps []links.Pair) string {
@@ -305,8 +324,8 @@ func writeDecisionText(w io.Writer, d *tuner.Decision) error {
 		}
 	}
 	if m := d.Model; m != nil {
-		fmt.Fprintf(w, "  link model: line rate %.4g B/s, latency %s, noise %.3f, rms %.3f; competing flows%s; pairs standing out %d%s\n",
-			m.Net.C, micros(m.Net.Alpha), m.Noise, m.RMS, counts(m), len(m.Pairs), pairList(m.Pairs))
+		fmt.Fprintf(w, "  link model: line rate %.4g B/s, latency %s, noise %.3f, rms %.3f; competing flows%s%s; pairs standing out %d%s\n",
+			m.Net.C, micros(m.Net.Alpha), m.Noise, m.RMS, counts(m), slowLinks(m), len(m.Pairs), pairList(m.Pairs))
 		if d.Evaluated > 0 {
 			fmt.Fprintf(w, "  candidates judged: %d, predicted now %s\n", d.Evaluated, micros(d.Predicted))
 		}
