@@ -40,11 +40,12 @@ const slowMisfit = 0.02
 // readSlow reads the most loaded ranks' links again as slower than the
 // line rate (Net.Slow) rather than shared with competing flows
 // (readRank). A rank whose links were not slow takes the reading where the
-// counts miss the flows by slowMisfit and the reading explains slowShare of
-// the loss and spurious noise variances that the counts leave, as fitted or
-// fitted the same way, the better (a lone flow cannot tell a slow link from a count, so the count
-// stands where the patterns never ran a link's flows together); one whose
-// links were slow keeps its best. It returns the loss.
+// counts miss the flows by slowMisfit and the reading explains slowShare
+// of the loss and spurious noise variances that the counts leave, as
+// fitted or fitted the same way, whichever leaves less (a lone flow cannot
+// tell a slow link from a count, so the count stands where the patterns
+// never ran a link's flows together); one whose links were slow keeps its
+// best. It returns the loss.
 func (m *Model) readSlow(net *Net, cur, noise float64) float64 {
 	n := m.ranks
 	if net.Slow == nil {
