@@ -15,8 +15,8 @@ const chi2One95 = 3.841
 
 // Ambiguous lists the links that explain what l's load (its competing
 // count and its slowness) explains: moving l's load to zero and refitting
-// the other link's count
-// leaves the loss within chi2One95 noise variances of the fit's. Flows
+// the other link's count leaves the loss within chi2One95 noise variances
+// of the fit's. Flows
 // a->b load up[a] and down[b] alike; unless the patterns seen send a's
 // flows to several ranks, or several ranks' flows to b, concurrently, the
 // observations cannot tell the two apart, and a report that named one

@@ -68,7 +68,7 @@ func (m *Model) SlowHosts() []SlowHost {
 	}
 	var cs []cand
 	for r := 0; r < n; r++ {
-		if m.loaded(r, false) && m.loaded(r, true) {
+		if m.sig.Load(r, false) > 0 && m.sig.Load(r, true) > 0 { // both significant
 			cs = append(cs, cand{r, min(net.Load(r, false), net.Load(r, true))})
 		}
 	}
@@ -107,16 +107,6 @@ func (m *Model) SlowHosts() []SlowHost {
 	}
 	slices.SortFunc(out, func(a, b SlowHost) int { return a.Rank - b.Rank })
 	return out
-}
-
-// loaded says whether the fit's count or slowness of rank r's uplink
-// (down: downlink) is significant.
-func (m *Model) loaded(r int, down bool) bool {
-	l, k, se := r, m.fit.Net.Up[r], m.fit.UpSE[r]
-	if down {
-		l, k, se = m.ranks+r, m.fit.Net.Down[r], m.fit.DownSE[r]
-	}
-	return Significant(k, se) || (m.fit.Net.Slow != nil && Significant(m.fit.Net.Slow[l], m.fit.SlowSE[l]))
 }
 
 // alike says whether a host's sends and receives are slowed alike: the
