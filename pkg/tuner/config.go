@@ -55,7 +55,7 @@ type Config struct {
 	Seed uint64 `json:"Seed" help:"tuner's random seed"`
 
 	// MinGain (Model "react"): a change is proposed only when the link
-	// model predicts at least this speed-up (beside what the batch's spread
+	// model predicts at least this speed-up (beside what the times' spread
 	// and earlier misses demand). It plays Epsilon's part; Delta1, Delta2,
 	// Kt, KtGrowth, Epsilon, EMax and TauR are the paper loop's alone.
 	MinGain float64 `json:"MinGain" help:"react: minimum predicted speed-up of a change"`

@@ -136,7 +136,7 @@ func (t *reactLoop) fabricTrial(d *Decision, epoch int, pr *links.Predictor) *De
 	}
 	d.Explored, d.Trials = true, trials
 	d.Note = fmt.Sprintf("%s; fabric: the pair history's trial (predicted speed-up %.3f)", d.Note, predicted)
-	t.eval = &evaluation{prev: t.cur, before: slices.Clone(t.elapsed), predicted: predicted, steps: steps, fabric: true, spread: spread, resolved: resolved}
+	t.eval = &evaluation{prev: t.cur, before: t.base(), predicted: predicted, steps: steps, fabric: true, spread: spread, resolved: resolved}
 	d.Expected = predicted
 	t.emit(d, g, epoch)
 	return d

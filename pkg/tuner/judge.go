@@ -83,6 +83,29 @@ func significant(d, se2, vb, va float64, nb, na int, conf float64) bool {
 	return d/math.Sqrt(se2) > tq
 }
 
+// baseline is the sample of the pattern in force a change is judged
+// against: batch and, before it, hist (earlier epochs of the same
+// pattern), unless the two differ at the 0.95 level either way (or, without
+// spread, at all): the network changed since (congestion that began,
+// another tenant's move), and batch alone speaks for the pattern now.
+func baseline(hist, batch []float64) []float64 {
+	if len(hist) < 2 || len(batch) < 2 {
+		return slices.Clone(batch)
+	}
+	mh, vh := stat.MeanVariance(hist, nil)
+	mb, vb := stat.MeanVariance(batch, nil)
+	se2 := vh/float64(len(hist)) + vb/float64(len(batch))
+	differ := math.Abs(mh-mb) > 1e-9*mb
+	if se2 > 0 {
+		differ = significant(mh-mb, se2, vh, vb, len(hist), len(batch), 0.975) ||
+			significant(mb-mh, se2, vb, vh, len(batch), len(hist), 0.975)
+	}
+	if differ {
+		return slices.Clone(batch)
+	}
+	return append(slices.Clone(hist), batch...)
+}
+
 // cv is the coefficient of variation of xs (0 for fewer than two).
 func cv(xs []float64) float64 {
 	if len(xs) < 2 {

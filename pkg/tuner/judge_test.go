@@ -93,3 +93,38 @@ func TestJudgeChangeUndecided(t *testing.T) {
 		})
 	}
 }
+
+// The pattern's earlier epochs join its batch where the two agree, and
+// are dropped where the network changed between them (a shift beyond
+// their spread, or any shift in noise-free times).
+func TestBaseline(t *testing.T) {
+	batch := []float64{1.00, 1.03, 0.97, 1.02, 0.98, 1.01}
+	for _, tc := range []struct {
+		name string
+		hist []float64
+		want int // length of the baseline
+	}{
+		{"the same spread", []float64{0.99, 1.02, 1.01, 0.97, 1.03, 1.00, 0.98, 1.02, 1.00, 0.99, 1.01, 1.02}, 18},
+		{"faster before (congestion began)", []float64{0.80, 0.82, 0.79, 0.81, 0.80, 0.83}, 6},
+		{"slower before", []float64{1.20, 1.22, 1.19, 1.21, 1.20, 1.23}, 6},
+		{"one epoch before", []float64{1.00}, 6},
+		{"none", nil, 6},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := baseline(tc.hist, batch)
+			if len(got) != tc.want {
+				t.Fatalf("baseline of %d epochs, want %d", len(got), tc.want)
+			}
+			if !slices.Equal(got[len(got)-len(batch):], batch) {
+				t.Fatalf("baseline %v does not end with the batch", got)
+			}
+		})
+	}
+	flat := []float64{2, 2, 2, 2}
+	if got := baseline([]float64{2, 2, 2, 2}, flat); len(got) != 8 {
+		t.Errorf("noise-free, unchanged: %d epochs, want 8", len(got))
+	}
+	if got := baseline([]float64{1.9, 1.9, 1.9, 1.9}, flat); len(got) != 4 {
+		t.Errorf("noise-free, changed: %d epochs, want 4", len(got))
+	}
+}

@@ -1,9 +1,7 @@
 package tuner
 
 import (
-	"cmp"
 	"fmt"
-	"iter"
 	"math"
 	"slices"
 
@@ -13,7 +11,6 @@ import (
 	"github.com/react-torch/react-torch/pkg/links"
 	"github.com/react-torch/react-torch/pkg/semantics"
 	"github.com/react-torch/react-torch/pkg/ten"
-	"github.com/react-torch/react-torch/pkg/transform"
 )
 
 // The loop of Model "react": the link model (package links) is the judge
@@ -37,8 +34,10 @@ import (
 //     replay, the best is taken, and again from there, up to maxSwaps swaps;
 //     from each of the best few first swaps, keeping the best top.
 //   - A change is proposed only when its predicted gain exceeds MinGain, what
-//     the batch's own spread can explain at the Confidence level, the margin
-//     earned by earlier misses, and survives the fit's uncertainty.
+//     the spread of the pattern's times can explain at the Confidence level
+//     (over the batches of it that agree with this one: base), the margin
+//     earned by earlier misses, and survives the fit's uncertainty. It is
+//     judged against that base too.
 
 // reactLoop is Model "react": the link model judges whole patterns and
 // drives the search; where it sees the fabric uneven and predicts nothing,
@@ -59,6 +58,33 @@ type reactLoop struct {
 	fit        *links.Fit // the newest fit, for report
 	// uncalibrated: 1 + the batch whose calibration check last failed
 	uncalibrated int
+	// hist: the collective times of the pattern in force before this
+	// batch, at most baseBatches batches of them (base)
+	hist []float64
+}
+
+// baseBatches is how many batches of the pattern in force a change is
+// judged against: as many as the judge may take of the new pattern (its
+// batch and maxExtensions more). One batch before against one after
+// leaves the judge, and the gain a change must be predicted to clear, the
+// noise of two six-epoch means.
+const baseBatches = 1 + maxExtensions
+
+// spreadNeed is the gain that the spread of the pattern in force's times
+// (base) could fake at the Confidence level, judged against a batch.
+func (t *reactLoop) spreadNeed(base []float64) float64 {
+	return distuv.UnitNormal.Quantile(t.cfg.Confidence) * cv(base) * math.Sqrt(1/float64(len(base))+1/float64(t.cfg.B))
+}
+
+// base is what the pattern in force took, for a change to be judged
+// against: this batch with the batches before it (baseline); it forgets
+// those where they differ from this one.
+func (t *reactLoop) base() []float64 {
+	b := baseline(t.hist, t.elapsed)
+	if len(b) == len(t.elapsed) {
+		t.hist = nil
+	}
+	return b
 }
 
 func (t *reactLoop) observe(epoch int, fct []float64) error {
@@ -129,6 +155,11 @@ type snapshot struct {
 	up, down []float64
 	se       []float64
 	pairs    map[[2]int32]bool
+	// best is the gain of the best change that search found (the least of
+	// its prediction and its cautious one; 0: none), held back by a need of
+	// other beside the spread term: as the pattern in force runs longer,
+	// its times' spread fakes less, and the same model may clear it
+	best, other float64
 }
 
 func (t *Tuner) snap(f links.Fit, pr *links.Predictor) *snapshot {
@@ -271,6 +302,7 @@ func (t *reactLoop) judgePending(d *Decision, epoch int) bool {
 		return false
 	}
 	d.Kept = true
+	t.hist = slices.Clone(ev.after[:len(ev.after)-len(t.elapsed)]) // the kept pattern's earlier batches
 	t.reverts, t.backoff, t.miss = 0, 0, nil
 	if 1+gain >= 1+(ev.predicted-1)/2 {
 		t.margin /= 2
@@ -280,6 +312,17 @@ func (t *reactLoop) judgePending(d *Decision, epoch int) bool {
 }
 
 func (t *reactLoop) decide(epoch int) *Decision {
+	defer func() {
+		switch {
+		case t.next != nil: // a new pattern, or the old one again: its own times from scratch
+			t.hist = nil
+		case t.eval == nil:
+			t.hist = append(t.hist, t.elapsed...)
+			if n := len(t.hist) - (baseBatches-1)*t.cfg.B; n > 0 {
+				t.hist = slices.Delete(t.hist, 0, n)
+			}
+		}
+	}()
 	d := &Decision{Batch: t.batchNo, Epoch: epoch, Version: t.version, Observed: mean(t.elapsed)}
 	if t.eval != nil && !t.judgePending(d, epoch) {
 		return d
@@ -315,7 +358,7 @@ func (t *reactLoop) decide(epoch int) *Decision {
 		d.Note = "backing off after a revert"
 		return d
 	}
-	if t.quiet != nil && !t.quiet.changed(fit, pr) {
+	if q := t.quiet; q != nil && !q.changed(fit, pr) && !(q.best >= max(q.other, t.spreadNeed(t.base()))) {
 		d.Note = "link model unchanged since the last search"
 		return t.fabricTrial(d, epoch, pr)
 	}
@@ -344,12 +387,12 @@ func (t *reactLoop) decide(epoch int) *Decision {
 	}
 	g, after, trials, steps, n := t.climb(pr, now, stepGain)
 	d.Trials, d.Evaluated = trials, n
-	// what the batch's own spread could fake, at the level a kept change
-	// must reach
-	z := distuv.UnitNormal.Quantile(t.cfg.Confidence)
-	// and what the model gets wrong about the flows it has seen: a
-	// prediction is no better than the fit that makes it
-	need := max(t.cfg.MinGain, z*cv(t.elapsed)*math.Sqrt(2/float64(len(t.elapsed))), t.explainedMargin(fit, pr, d.Observed, now), misfitNeed(fit.RMS))
+	// what the pattern's times' spread could fake (spreadNeed) and what
+	// the model gets wrong about the flows it has seen: a prediction is no
+	// better than the fit that makes it
+	base := t.base()
+	other := max(t.cfg.MinGain, t.explainedMargin(fit, pr, d.Observed, now), misfitNeed(fit.RMS))
+	need := max(t.spreadNeed(base), other)
 	// The model predicts the time a change saves; what the collective
 	// spends beyond the flows (the runtime's own work, noise that the
 	// slowest path collects) is not saved, so the gain is judged on the
@@ -366,6 +409,9 @@ func (t *reactLoop) decide(epoch int) *Decision {
 			d.Note = "no transform predicted to gain"
 		}
 		t.quiet = t.snap(fit, pr)
+		if g != nil {
+			t.quiet.best, t.quiet.other = gain(now, after), other
+		}
 		return t.fabricTrial(d, epoch, pr)
 	}
 	// The gain must survive the fit's uncertainty: judged again with every
@@ -373,6 +419,7 @@ func (t *reactLoop) decide(epoch int) *Decision {
 	if c := t.links.Cautious(2); gain(c.Time(t.cur, dag, t.bytes), c.Time(g, critpath.New(g), t.bytes)) < need {
 		d.Note = fmt.Sprintf("predicted speed-up %.3f does not survive the fit's uncertainty", 1+gain(now, after))
 		t.quiet = t.snap(fit, pr)
+		t.quiet.best, t.quiet.other = gain(c.Time(t.cur, dag, t.bytes), c.Time(g, critpath.New(g), t.bytes)), other
 		return t.fabricTrial(d, epoch, pr)
 	}
 	if err := semantics.Check(g); err != nil { // a hash collision in the position evaluator
@@ -380,257 +427,8 @@ func (t *reactLoop) decide(epoch int) *Decision {
 		t.rejected[fingerprint(g)] = true
 		return d
 	}
-	t.eval = &evaluation{prev: t.cur, before: slices.Clone(t.elapsed), predicted: 1 + gain(now, after), steps: steps}
+	t.eval = &evaluation{prev: t.cur, before: base, predicted: 1 + gain(now, after), steps: steps}
 	d.Expected = t.eval.predicted
 	t.emit(d, g, epoch)
 	return d
-}
-
-// maxSwaps bounds the swaps of one change. The paper keeps changes small
-// (AMax) because its estimate is poor; the link model's judgement of the
-// whole pattern lets the climb go on to the top of its hill.
-const maxSwaps = 16
-
-// judgeBudget bounds the work of one search, in flows replayed: every
-// candidate of an 8-rank tree, about 600 of a 64-rank one, a few dozen
-// at 1024 ranks, where a decision must stay under a second.
-const judgeBudget = 150_000
-
-// screenBudget bounds the candidates one search lists (and screens, in a
-// large neighbourhood), in flows of the patterns: several neighbourhoods of
-// a 64-rank tree, a few hundred candidates at 1024 ranks.
-const screenBudget = 2_000_000
-
-// screenPerClimb bounds what one neighbourhood screens, in flows: every
-// candidate at 8 ranks, those of the suspects and then some at 64, so that
-// the budget lasts for the climb's later steps.
-const screenPerClimb = 300_000
-
-// replayAll is the largest neighbourhood, in flows of all its candidates,
-// that the replay judges whole: every neighbourhood of an 8-rank tree.
-// The quick estimate ranks the replay's best candidate among its first
-// dozen only about 60% of the time on fig5-tree, and judging a shortlist
-// there costs about 4 points of the oracle's gain.
-const replayAll = 6000
-
-// shortlist is how many candidates of a screened neighbourhood, the best
-// by the quick estimate, the replay judges beyond the keep asked for.
-const shortlist = 16
-
-// restarts is how many of the best first swaps the climb starts from: a
-// greedy climb stops on the first hilltop, and the model's judgements are
-// cheap beside a batch of the collective.
-const restarts = 4
-
-// node is a pattern on the climb, with its predicted time and the path to
-// it.
-type node struct {
-	p      *ten.Pattern
-	t      float64
-	trials []Trial
-	steps  []string
-}
-
-// search is one decision's climb: the judge, the suspects, the judgements
-// made so far (by endpoints, printer's, -1 for a pattern the check refused)
-// and the work spent.
-type search struct {
-	t         *Tuner
-	pr        *links.Predictor
-	suspects  []int32
-	judged    map[string]float64
-	fp        printer
-	evaluated int
-	work      int // flows replayed
-	screened  int // flows estimated
-}
-
-// neighbours returns up to keep patterns one swap from n, the fastest
-// first, that the model predicts faster than n by at least a part in a
-// thousand. A small neighbourhood is judged whole by the replay; a large
-// one (more than replayAll flows in all) is screened by the quick estimate
-// within screenBudget, and the shortlist best by it are replayed.
-func (sr *search) neighbours(n node, keep int) []node {
-	type cand struct {
-		s   transform.Swap
-		dag *critpath.DAG
-		est float64
-	}
-	stepped := sr.pr.Net().Stepped
-	var pdag *critpath.DAG
-	if !stepped {
-		pdag = critpath.New(n.p)
-	}
-	// dagOf is a candidate's DAG: a relabelling within chunks keeps every
-	// dependency, and the stepped replay needs none.
-	dagOf := func(s transform.Swap, q *ten.Pattern) *critpath.DAG {
-		switch {
-		case stepped:
-			return nil
-		case s.Kind == transform.Position:
-			return critpath.New(q)
-		}
-		return pdag
-	}
-	flows := len(n.p.Flows)
-	limit := min(screenBudget, sr.screened+screenPerClimb)
-	var cs []cand
-	for s := range candidates(n.p, sr.suspects) {
-		if sr.screened >= limit {
-			break
-		}
-		sr.screened += flows
-		cs = append(cs, cand{s: s})
-	}
-	screen := len(cs)*flows > replayAll
-	var q ten.Pattern // scratch: a candidate is copied out only to be kept
-	if screen {
-		for i := range cs {
-			transform.ApplyInto(&q, n.p, cs[i].s)
-			cs[i].dag = dagOf(cs[i].s, &q)
-			cs[i].est = sr.pr.Estimate(&q, cs[i].dag, sr.t.bytes)
-		}
-		slices.SortStableFunc(cs, func(a, b cand) int { return cmp.Compare(a.est, b.est) })
-	}
-	var out []node
-	listed := 0
-	for _, c := range cs {
-		if (screen && listed >= shortlist+keep) || sr.work >= judgeBudget {
-			break
-		}
-		transform.ApplyInto(&q, n.p, c.s)
-		key := sr.fp.endpoints(&q)
-		if len(sr.t.rejected) > 0 && sr.t.rejected[string(sr.fp.sum())] {
-			continue
-		}
-		v, ok := sr.judged[string(key)]
-		if !ok {
-			listed++
-			v = -1
-			if c.s.Kind == transform.Position || semantics.Check(&q) == nil {
-				sr.evaluated++
-				sr.work += len(q.Flows)
-				dag := c.dag
-				if dag == nil && !screen {
-					dag = dagOf(c.s, &q)
-				}
-				v = sr.pr.Time(&q, dag, sr.t.bytes)
-			}
-			sr.judged[string(key)] = v
-		}
-		if v < 0 || v >= n.t*(1-1e-3) {
-			continue
-		}
-		i, _ := slices.BinarySearchFunc(out, v, func(a node, t float64) int { return cmp.Compare(a.t, t) })
-		if i < keep {
-			next := node{p: q.Clone(), t: v, trials: append(slices.Clip(n.trials), Trial{Swap: c.s, Before: n.t, After: v, Accepted: true}),
-				steps: append(slices.Clip(n.steps), string(sr.fp.sum()))}
-			out = slices.Insert(out, i, next)
-			if len(out) > keep {
-				out = out[:keep]
-			}
-		}
-	}
-	return out
-}
-
-// climb walks from the pattern in force to the best pattern the model
-// predicts: from each of the best few first swaps, one swap at a time to
-// the best neighbour, judging every viable transform (those that move the
-// most congested ranks first, within judgeBudget). A swap after the first
-// is taken only when it alone is predicted to gain stepGain. On the
-// testbed a fit 30% off added swaps of 2% and 17% to one of 17%, and the
-// three gained 1.07-1.37x where that one alone gained 1.32-1.59x; on
-// fig5-tree (fits 5-10% off) steps of a few percent are real, and refusing
-// those below half the miss cost 8 points of the oracle's gain. It returns
-// the best end pattern (nil when no swap helps), its predicted time, the
-// swaps taken, their fingerprints and how many candidates it judged.
-func (t *Tuner) climb(pr *links.Predictor, now, stepGain float64) (*ten.Pattern, float64, []Trial, []string, int) {
-	sr := &search{t: t, pr: pr, suspects: bySeverity(pr), judged: map[string]float64{}}
-	sr.judged[string(sr.fp.endpoints(t.cur))] = now
-	best := node{p: t.cur, t: now}
-	for _, n := range sr.neighbours(best, restarts) {
-		for len(n.trials) < maxSwaps && sr.work < judgeBudget {
-			next := sr.neighbours(n, 1)
-			if len(next) == 0 || n.t < next[0].t*(1+stepGain) {
-				break
-			}
-			n = next[0]
-		}
-		if n.t < best.t {
-			best = n
-		}
-	}
-	if best.p == t.cur {
-		return nil, now, nil, nil, sr.evaluated
-	}
-	return best.p, best.t, best.trials, best.steps, sr.evaluated
-}
-
-// bySeverity lists the suspect ranks, the most congested first: by their
-// competing counts plus the log factors of their slow pairs.
-func bySeverity(pr *links.Predictor) []int32 {
-	sus := pr.Suspects()
-	net := pr.Net()
-	sev := make(map[int32]float64, len(sus))
-	for _, r := range sus {
-		sev[r] = net.Load(int(r), false) + net.Load(int(r), true)
-	}
-	for _, p := range pr.Pairs() {
-		sev[p.Src] += math.Log(p.Factor)
-		sev[p.Dst] += math.Log(p.Factor)
-	}
-	slices.SortStableFunc(sus, func(a, b int32) int { return cmp.Compare(sev[b], sev[a]) })
-	return sus
-}
-
-// candidates yields every transform of the three kinds, those that move
-// the suspect ranks first (suspect by suspect in the order given), then
-// those among the other ranks, which change what runs concurrently with the
-// suspects' flows: for each rank, position swaps of its vertices with their
-// partners, then chunk-local and global swaps with every rank not listed
-// before it. It is lazy: at 1024 ranks the whole list has millions of
-// swaps and the search's budget takes a few dozen.
-func candidates(p *ten.Pattern, suspects []int32) iter.Seq[transform.Swap] {
-	return func(yield func(transform.Swap) bool) {
-		done := make([]bool, p.Ranks)
-		chunks := p.Chunks()
-		pos := transform.NewPositions(p)
-		order := slices.Clone(suspects)
-		for x := 0; x < p.Ranks; x++ {
-			if !slices.Contains(suspects, int32(x)) {
-				order = append(order, int32(x))
-			}
-		}
-		for _, x := range order {
-			for c := 0; c < chunks; c++ {
-				for _, v := range pos.Occupied(c) {
-					if v.Rank != x {
-						continue
-					}
-					for _, w := range pos.Partners(v) {
-						if !done[w.Rank] && !yield(transform.PositionSwap(v, w)) {
-							return
-						}
-					}
-				}
-			}
-			for y := 0; y < p.Ranks; y++ {
-				if int32(y) == x || done[y] {
-					continue
-				}
-				if chunks > 1 {
-					for c := 0; c < chunks; c++ {
-						if !yield(transform.ChunkSwap(c, int(x), y)) {
-							return
-						}
-					}
-				}
-				if !yield(transform.GlobalSwap(int(x), y)) {
-					return
-				}
-			}
-			done[x] = true
-		}
-	}
 }
