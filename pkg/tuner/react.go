@@ -155,8 +155,8 @@ type snapshot struct {
 	up, down []float64
 	se       []float64
 	pairs    map[[2]int32]bool
-	// best is the gain of the best change that search found (the least of
-	// its prediction and its cautious one; 0: none), held back by a need of
+	// best is the gain that held the search's best change back (its
+	// prediction, or its cautious one where that fell short; 0: none) by a need of
 	// other beside the spread term: as the pattern in force runs longer,
 	// its times' spread fakes less, and the same model may clear it
 	best, other float64
@@ -416,10 +416,11 @@ func (t *reactLoop) decide(epoch int) *Decision {
 	}
 	// The gain must survive the fit's uncertainty: judged again with every
 	// count and residual two standard errors smaller.
-	if c := t.links.Cautious(2); gain(c.Time(t.cur, dag, t.bytes), c.Time(g, critpath.New(g), t.bytes)) < need {
+	c := t.links.Cautious(2)
+	if cg := gain(c.Time(t.cur, dag, t.bytes), c.Time(g, critpath.New(g), t.bytes)); cg < need {
 		d.Note = fmt.Sprintf("predicted speed-up %.3f does not survive the fit's uncertainty", 1+gain(now, after))
 		t.quiet = t.snap(fit, pr)
-		t.quiet.best, t.quiet.other = gain(c.Time(t.cur, dag, t.bytes), c.Time(g, critpath.New(g), t.bytes)), other
+		t.quiet.best, t.quiet.other = cg, other
 		return t.fabricTrial(d, epoch, pr)
 	}
 	if err := semantics.Check(g); err != nil { // a hash collision in the position evaluator
