@@ -11,6 +11,7 @@ change is judged on all of it, the fabric files included.
 
     python3 scripts/scenarios.py                 # every file, 3 seeds a cell
     python3 scripts/scenarios.py --seeds 10 fig7a.json fig8.json
+    python3 scripts/scenarios.py --seed 4 --seeds 3   # seeds 4-6 of every file
 """
 
 import argparse
@@ -71,6 +72,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[1])
     ap.add_argument("files", nargs="*", help="scenario files (default: every file of examples/scenarios)")
     ap.add_argument("--seeds", type=int, default=3, help="at most this many seeds a cell (default 3)")
+    ap.add_argument("--seed", type=int, default=None, help="first seed (default: each file's own); --seed 4 --seeds 3 runs seeds 4-6")
     ap.add_argument("--react", default=os.path.join(ROOT, "build", "react"), help="the react command")
     ap.add_argument("--out", default=None, help="folder for each file's results.json (default: a temporary one)")
     ap.add_argument("--reuse", action="store_true", help="read a file's results.json from --out where one is there instead of running it")
@@ -93,6 +95,8 @@ def main():
         else:
             cmd = [args.react, "sim", "--scenario", f, "--seeds", str(seeds), "--quiet", "--no-plots",
                    "--format", "json", "--out", os.path.join(out, name)]
+            if args.seed is not None:
+                cmd += ["--seed", str(args.seed)]
             run = subprocess.run(cmd, capture_output=True, text=True)
             if run.returncode != 0:
                 print(f"{name}: react sim failed ({run.returncode}): {run.stderr.strip()}", file=sys.stderr)

@@ -312,17 +312,7 @@ func (t *reactLoop) judgePending(d *Decision, epoch int) bool {
 }
 
 func (t *reactLoop) decide(epoch int) *Decision {
-	defer func() {
-		switch {
-		case t.next != nil: // a new pattern, or the old one again: its own times from scratch
-			t.hist = nil
-		case t.eval == nil:
-			t.hist = append(t.hist, t.elapsed...)
-			if n := len(t.hist) - (baseBatches-1)*t.cfg.B; n > 0 {
-				t.hist = slices.Delete(t.hist, 0, n)
-			}
-		}
-	}()
+	defer t.remember()
 	d := &Decision{Batch: t.batchNo, Epoch: epoch, Version: t.version, Observed: mean(t.elapsed)}
 	if t.eval != nil && !t.judgePending(d, epoch) {
 		return d
@@ -348,35 +338,69 @@ func (t *reactLoop) decide(epoch int) *Decision {
 	pr := t.links.Predictor()
 	d.Model = &fit
 	t.fit = &fit
+	if held, fallback := t.held(d, fit, pr); held {
+		if fallback {
+			return t.fabricTrial(d, epoch, pr)
+		}
+		return d
+	}
+	return t.propose(d, epoch, fit, pr)
+}
+
+// remember keeps the batch's times in the base's history (hist) while the
+// pattern stays and nothing is under evaluation.
+func (t *reactLoop) remember() {
+	switch {
+	case t.next != nil: // a new pattern, or the old one again: its own times from scratch
+		t.hist = nil
+	case t.eval == nil:
+		t.hist = append(t.hist, t.elapsed...)
+		if n := len(t.hist) - (baseBatches-1)*t.cfg.B; n > 0 {
+			t.hist = slices.Delete(t.hist, 0, n)
+		}
+	}
+}
+
+// held says whether the link model's predictions go unused this batch
+// (d.Note says why), and whether the fabric fallback may try instead.
+func (t *reactLoop) held(d *Decision, fit links.Fit, pr *links.Predictor) (held, fallback bool) {
 	if !pr.Congested() {
 		d.Note = "no congestion in the link model"
 		t.quiet = t.snap(fit, pr)
-		return t.fabricTrial(d, epoch, pr)
+		return true, true
 	}
 	if t.backoff > 0 {
 		t.backoff--
 		d.Note = "backing off after a revert"
-		return d
+		return true, false
 	}
 	if q := t.quiet; q != nil && !q.changed(fit, pr) && !(q.best >= max(q.other, t.spreadNeed(t.base()))) {
 		d.Note = "link model unchanged since the last search"
-		return t.fabricTrial(d, epoch, pr)
+		return true, true
 	}
-	dag := critpath.New(t.cur)
-	now := pr.Time(t.cur, dag, t.bytes)
+	now := pr.Time(t.cur, critpath.New(t.cur), t.bytes)
 	d.Predicted = now
 	if off := math.Log(d.Observed / now); off < -max(calibrationTolerance, fit.RMS) {
 		d.Note = fmt.Sprintf("link model does not explain the collective time (observed %.4g s, predicted %.4g s)", d.Observed, now)
 		t.quiet = t.snap(fit, pr)
 		t.uncalibrated = t.batchNo + 1
-		return t.fabricTrial(d, epoch, pr)
+		return true, true
 	}
 	// A pass right after a failure is one batch's luck more often than a
 	// network the model now explains (calibrationWait).
 	if t.uncalibrated > 0 && t.batchNo+1-t.uncalibrated <= calibrationWait {
 		d.Note = fmt.Sprintf("link model did not explain the collective time %d batch(es) ago", t.batchNo+1-t.uncalibrated)
-		return t.fabricTrial(d, epoch, pr)
+		return true, true
 	}
+	return false, false
+}
+
+// propose searches for the change the link model predicts to gain and
+// emits it where the gain clears what the spread, the fit and earlier
+// misses ask; otherwise the fabric fallback may try.
+func (t *reactLoop) propose(d *Decision, epoch int, fit links.Fit, pr *links.Predictor) *Decision {
+	dag := critpath.New(t.cur)
+	now := d.Predicted
 	d.Explored = true
 	// A fit that misses its flows by more than the calibration tolerance
 	// does not resolve small steps: each must then clear what the whole
