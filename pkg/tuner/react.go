@@ -338,13 +338,14 @@ func (t *reactLoop) decide(epoch int) *Decision {
 	pr := t.links.Predictor()
 	d.Model = &fit
 	t.fit = &fit
-	if held, fallback := t.held(d, fit, pr); held {
+	dag, held, fallback := t.held(d, fit, pr)
+	if held {
 		if fallback {
 			return t.fabricTrial(d, epoch, pr)
 		}
 		return d
 	}
-	return t.propose(d, epoch, fit, pr)
+	return t.propose(d, epoch, fit, pr, dag)
 }
 
 // remember keeps the batch's times in the base's history (hist) while the
@@ -362,44 +363,45 @@ func (t *reactLoop) remember() {
 }
 
 // held says whether the link model's predictions go unused this batch
-// (d.Note says why), and whether the fabric fallback may try instead.
-func (t *reactLoop) held(d *Decision, fit links.Fit, pr *links.Predictor) (held, fallback bool) {
+// (d.Note says why), and whether the fabric fallback may try instead;
+// where it got that far, it returns the pattern in force's DAG.
+func (t *reactLoop) held(d *Decision, fit links.Fit, pr *links.Predictor) (dag *critpath.DAG, held, fallback bool) {
 	if !pr.Congested() {
 		d.Note = "no congestion in the link model"
 		t.quiet = t.snap(fit, pr)
-		return true, true
+		return nil, true, true
 	}
 	if t.backoff > 0 {
 		t.backoff--
 		d.Note = "backing off after a revert"
-		return true, false
+		return nil, true, false
 	}
 	if q := t.quiet; q != nil && !q.changed(fit, pr) && !(q.best >= max(q.other, t.spreadNeed(t.base()))) {
 		d.Note = "link model unchanged since the last search"
-		return true, true
+		return nil, true, true
 	}
-	now := pr.Time(t.cur, critpath.New(t.cur), t.bytes)
+	dag = critpath.New(t.cur)
+	now := pr.Time(t.cur, dag, t.bytes)
 	d.Predicted = now
 	if off := math.Log(d.Observed / now); off < -max(calibrationTolerance, fit.RMS) {
 		d.Note = fmt.Sprintf("link model does not explain the collective time (observed %.4g s, predicted %.4g s)", d.Observed, now)
 		t.quiet = t.snap(fit, pr)
 		t.uncalibrated = t.batchNo + 1
-		return true, true
+		return dag, true, true
 	}
 	// A pass right after a failure is one batch's luck more often than a
 	// network the model now explains (calibrationWait).
 	if t.uncalibrated > 0 && t.batchNo+1-t.uncalibrated <= calibrationWait {
 		d.Note = fmt.Sprintf("link model did not explain the collective time %d batch(es) ago", t.batchNo+1-t.uncalibrated)
-		return true, true
+		return dag, true, true
 	}
-	return false, false
+	return dag, false, false
 }
 
 // propose searches for the change the link model predicts to gain and
 // emits it where the gain clears what the spread, the fit and earlier
 // misses ask; otherwise the fabric fallback may try.
-func (t *reactLoop) propose(d *Decision, epoch int, fit links.Fit, pr *links.Predictor) *Decision {
-	dag := critpath.New(t.cur)
+func (t *reactLoop) propose(d *Decision, epoch int, fit links.Fit, pr *links.Predictor, dag *critpath.DAG) *Decision {
 	now := d.Predicted
 	d.Explored = true
 	// A fit that misses its flows by more than the calibration tolerance
