@@ -234,6 +234,9 @@ func (m *Model) descend(net *Net, cur float64, rounds int, noise float64, hold i
 	score := make([]float64, 2*n)
 	hits := make([]float64, 2*n)
 	for range rounds {
+		if m.spent() {
+			break
+		}
 		clear(score)
 		clear(hits)
 		m.loss(net)

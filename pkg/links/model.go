@@ -115,6 +115,9 @@ type Model struct {
 	rp     Replayer
 	groups []*group
 	evals  int
+	// stop: the loss evaluations at which a budgeted reading gives up
+	// (0: none under way)
+	stop int
 }
 
 // NewModel makes the model of a group of ranks that keeps the last h

@@ -1,15 +1,22 @@
 package links
 
-import "slices"
+import (
+	"math"
+	"slices"
+)
 
 // slowReads bounds the ranks readSlow reads in one fit, the most loaded
 // first: each costs a few line searches and rounds of descent.
 const slowReads = 4
 
-// slowBudget bounds the work of one fit's readings, in flows replayed: all
-// of them at 8 and 64 ranks, one or two at 1024, where a reading replays
-// the held epochs a few hundred times.
-const slowBudget = 8_000_000
+// slowBudget bounds the work of one fit's readings, in flows replayed. A
+// reading that reaches it is abandoned (the counts stand): its descent
+// replays the held patterns thousands of times, and where the fit is poor
+// (noisy FCTs, many patterns held) one reading took seconds.
+const slowBudget = 1_000_000
+
+// spent says whether a budgeted reading has used its replays.
+func (m *Model) spent() bool { return m.stop > 0 && m.evals >= m.stop }
 
 // slowRounds is how many times a reading fits its slowness, then the line
 // rate and the other counts: a count fit that met a slow link put the
@@ -63,9 +70,10 @@ func (m *Model) readSlow(net *Net, cur, noise float64) float64 {
 	}
 	slices.SortStableFunc(cs, func(a, b cand) int { return cmpFloat(b.load, a.load) })
 	v := m.variance(cur, noise)
-	work := m.evals
+	m.stop = m.evals + max(1, slowBudget/max(1, m.flowsHeld()))
+	defer func() { m.stop = 0 }()
 	for _, c := range cs[:min(len(cs), slowReads)] {
-		if (m.evals-work)*m.flowsHeld() > slowBudget {
+		if m.spent() {
 			break
 		}
 		var ls []int
@@ -161,6 +169,9 @@ func (m *Model) readRank(net *Net, r int, ls []int, slow bool, noise float64) fl
 		}
 		m.fitScale(net, 0.5)
 		lx = m.descend(net, m.loss(net), 2*m.ranks+4, noise, r)
+		if m.spent() {
+			return math.Inf(1)
+		}
 	}
 	for _, l := range ls {
 		line(l)

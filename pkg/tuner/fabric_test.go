@@ -101,6 +101,7 @@ func fabricTrials(t *testing.T, oneHost bool) int {
 // tries nothing on the spread alone (a pair that stands out by chance
 // still leads to a trial).
 func TestFabricSpreadTheCollectiveFollows(t *testing.T) {
+	t.Parallel()
 	cross := func(a, b int32) bool { return a%2 != b%2 }
 	p, _ := pattern.Generate(ten.AllReduce, "ring", 8, -1)
 	truth := func(q *ten.Pattern) float64 { return crossTime(q, cross, 1.5) }

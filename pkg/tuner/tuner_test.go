@@ -101,6 +101,7 @@ func TestNoCongestionNoChangeReact(t *testing.T) {
 // bounded: at most three reverted tries in 120 epochs, and the collective
 // time at the end no worse than the static pattern's.
 func TestModelMisfitCostIsBounded(t *testing.T) {
+	t.Parallel()
 	for _, p := range quietPatterns {
 		for seed := uint64(1); seed <= 10; seed++ {
 			cfg := tuner.DefaultConfig()
@@ -137,6 +138,7 @@ func TestModelMisfitCostIsBounded(t *testing.T) {
 // every emitted pattern passes the checker, no emitted change is a no-op,
 // and the same seed makes the same decisions.
 func TestRandomNeverUnsafeAndDeterministic(t *testing.T) {
+	t.Parallel()
 	rng := rand.New(rand.NewPCG(7, 7))
 	for iter := 0; iter < 40; iter++ {
 		op := []ten.Op{ten.AllReduce, ten.AllGather, ten.ReduceScatter, ten.Broadcast, ten.Reduce}[rng.IntN(5)]
@@ -304,6 +306,48 @@ func benchDecision(b *testing.B, model string, n int, slow bool) {
 			}
 		}
 	})
+}
+
+// BenchmarkNoisyRun times a 60-epoch run whose FCTs spread by a factor of
+// up to two (a shared fabric's, where the fit stays poor and reads the
+// loaded ranks again as slow) and whose rank 3 is slowed x3, per batch:
+// the decisions a job meets most, at the patterns with the most flows
+// running at once.
+func BenchmarkNoisyRun(b *testing.B) {
+	for _, c := range []struct {
+		algo string
+		n    int
+	}{{"ring", 8}, {"halving_doubling", 8}, {"ring", 16}, {"halving_doubling", 16}} {
+		p, err := pattern.Generate(ten.AllReduce, c.algo, c.n, -1)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(fmt.Sprintf("%s-%d", c.algo, c.n), func(b *testing.B) {
+			batches := 0
+			for b.Loop() {
+				tu, _ := tuner.New(tuner.DefaultConfig(), p, msg)
+				rng := rand.New(rand.NewPCG(5, 3))
+				for e := range 60 {
+					q, _ := tu.Pattern(e)
+					fct := fixture.FCTs(q, msg, func(_ int, f ten.Flow) float64 {
+						x := 1 + rng.Float64()
+						if f.Dst == 3 || (f.Src == 3 && e%3 == 0) {
+							x *= 3
+						}
+						return x
+					})
+					d, err := tu.Observe(e, fct, 0)
+					if err != nil {
+						b.Fatal(err)
+					}
+					if d != nil {
+						batches++
+					}
+				}
+			}
+			b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(max(batches, 1)), "ms/decision")
+		})
+	}
 }
 
 // BenchmarkSteadyBatch times one batch of a tuner whose history is full
