@@ -1,7 +1,6 @@
 package tuner_test
 
 import (
-	"math/rand/v2"
 	"reflect"
 	"slices"
 	"strings"
@@ -508,18 +507,11 @@ func TestNoisyFitsStayWithinTheirBudget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rng := rand.New(rand.NewPCG(5, 3))
+	rng := noisyRNG()
 	most := 0
 	for e := range 30 {
 		q, _ := tu.Pattern(e)
-		fct := fixture.FCTs(q, msg, func(_ int, f ten.Flow) float64 {
-			x := 1 + rng.Float64()
-			if f.Dst == 3 || (f.Src == 3 && e%3 == 0) {
-				x *= 3
-			}
-			return x
-		})
-		d, err := tu.Observe(e, fct, 0)
+		d, err := tu.Observe(e, noisyFCTs(q, e, rng), 0)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -308,6 +308,21 @@ func benchDecision(b *testing.B, model string, n int, slow bool) {
 	})
 }
 
+// noisyFCTs is an epoch of FCTs on a noisy fabric: each flow's times a
+// uniform factor of 1-2, rank 3's receives and every third epoch its
+// sends x3 (BenchmarkNoisyRun, TestNoisyFitsStayWithinTheirBudget).
+func noisyFCTs(q *ten.Pattern, epoch int, rng *rand.Rand) []float64 {
+	return fixture.FCTs(q, msg, func(_ int, f ten.Flow) float64 {
+		x := 1 + rng.Float64()
+		if f.Dst == 3 || (f.Src == 3 && epoch%3 == 0) {
+			x *= 3
+		}
+		return x
+	})
+}
+
+func noisyRNG() *rand.Rand { return rand.New(rand.NewPCG(5, 3)) }
+
 // BenchmarkNoisyRun times a 60-epoch run whose FCTs spread by a factor of
 // up to two (a shared fabric's, where the fit stays poor and reads the
 // loaded ranks again as slow) and whose rank 3 is slowed x3, per batch:
@@ -326,17 +341,10 @@ func BenchmarkNoisyRun(b *testing.B) {
 			batches := 0
 			for b.Loop() {
 				tu, _ := tuner.New(tuner.DefaultConfig(), p, msg)
-				rng := rand.New(rand.NewPCG(5, 3))
+				rng := noisyRNG()
 				for e := range 60 {
 					q, _ := tu.Pattern(e)
-					fct := fixture.FCTs(q, msg, func(_ int, f ten.Flow) float64 {
-						x := 1 + rng.Float64()
-						if f.Dst == 3 || (f.Src == 3 && e%3 == 0) {
-							x *= 3
-						}
-						return x
-					})
-					d, err := tu.Observe(e, fct, 0)
+					d, err := tu.Observe(e, noisyFCTs(q, e, rng), 0)
 					if err != nil {
 						b.Fatal(err)
 					}
