@@ -12,7 +12,8 @@ const slowReads = 4
 // slowBudget bounds the work of one fit's readings, in flows replayed. A
 // reading that reaches it is abandoned (the counts stand): its descent
 // replays the held patterns thousands of times, and where the fit is poor
-// (noisy FCTs, many patterns held) one reading took seconds.
+// (noisy FCTs, many patterns held) one reading took seconds. At 1024
+// ranks it is fewer replays than a reading takes.
 const slowBudget = 1_000_000
 
 // spent says whether a budgeted reading has used its replays.
