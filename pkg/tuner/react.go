@@ -54,8 +54,10 @@ type reactLoop struct {
 	backoff int
 	// placeBound: pairs measured in two patterns disagreed (fabricTrial)
 	placeBound bool
-	spread     spreadRec  // fabricTrial
-	fit        *links.Fit // the newest fit, for report
+	// fabricWanted: 1 + the batch whose fallback last had a trial to make
+	fabricWanted int
+	spread       spreadRec  // fabricTrial
+	fit          *links.Fit // the newest fit, for report
 	// uncalibrated: 1 + the batch whose calibration check last failed
 	uncalibrated int
 	// hist: the collective times of the pattern in force before this
