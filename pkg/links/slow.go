@@ -98,7 +98,13 @@ func (m *Model) readSlow(net *Net, cur, noise float64) float64 {
 		}
 		// Against the counts in hand and the counts fitted the same way
 		// (the fresh line rate alone can mend a count fit that stopped
-		// on its own hill), the better of the two.
+		// on its own hill), the better of the two. The bar only falls
+		// as that base does, so a reading short of it against the
+		// counts in hand needs no second fit (on the scenario files 15
+		// readings of some 5,900 were taken, 5,400 missed the bar here).
+		if lx >= cur-max(spurious*v, slowShare*cur) {
+			continue
+		}
 		counts := net.clone()
 		base := min(cur, m.readRank(&counts, c.r, ls, false, noise))
 		if lx < base-max(spurious*v, slowShare*base) {
