@@ -107,6 +107,7 @@ type Replayer struct {
 	// lflows[lstart[l]:lend[l]]
 	lcap   []float64
 	lcnt   []int32
+	lown   []int32 // share: the first active flow seen on each link
 	lstart []int32
 	lend   []int32
 	lflows []int32
@@ -416,6 +417,7 @@ func (r *Replayer) linkState(p *ten.Pattern, net *Net, n int) {
 	r.lcap = grow(r.lcap, 3*n)
 	r.lcnt = grow(r.lcnt, 3*n)
 	clear(r.lcnt)
+	r.lown = grow(r.lown, 3*n)
 	r.lstart = grow(r.lstart, 3*n)
 	r.lend = grow(r.lend, 3*n)
 	r.links(p, net)

@@ -3,6 +3,8 @@ package links
 // Max-min fair sharing of the links among a replay's active flows
 // (Replayer.share), by progressive filling.
 
+import "math"
+
 // share sets the max-min fair rate of every active flow by progressive
 // filling: the link with the smallest fair share (capacity left over
 // unfrozen pattern flows plus its competing flows) fixes the rate of its
@@ -15,6 +17,7 @@ package links
 // whole filling would, so a flow elsewhere keeps its rate to the bit.
 func (r *Replayer) share(net *Net) {
 	r.touch = r.touch[:0]
+	lone := true
 	for _, f := range r.active {
 		for _, l := range r.flink[f] {
 			if l < 0 {
@@ -22,11 +25,16 @@ func (r *Replayer) share(net *Net) {
 			}
 			if r.lcnt[l] == 0 {
 				r.touch = append(r.touch, l)
+				r.lown[l] = f
+			} else if r.flink[r.lown[l]] != r.flink[f] {
+				lone = false
 			}
 			r.lcnt[l]++
 		}
 	}
-	if len(r.touch) <= linearLinks {
+	if lone {
+		r.shareLone(net)
+	} else if len(r.touch) <= linearLinks {
 		r.clinks = append(r.clinks[:0], r.touch...)
 		r.cflows = append(r.cflows[:0], r.active...)
 		for _, f := range r.active {
@@ -49,18 +57,38 @@ func (r *Replayer) share(net *Net) {
 		}
 		r.component()
 	}
-	for _, l := range r.clinks {
-		r.lcap[l] = net.rate(int(l))
-	}
-	if len(r.clinks) <= linearLinks {
-		r.fillLinear()
-	} else {
-		r.fillHeap()
+	if !lone {
+		for _, l := range r.clinks {
+			r.lcap[l] = net.rate(int(l))
+		}
+		if len(r.clinks) <= linearLinks {
+			r.fillLinear()
+		} else {
+			r.fillHeap()
+		}
 	}
 	for _, l := range r.touch {
 		r.lcnt[l] = 0
 	}
 	r.moved = r.moved[:0]
+}
+
+// shareLone is the filling where the flows on each active link all pass
+// through the same links (a step of a ring, or of halving-doubling, whose
+// chunks to one peer travel together): a link's share stays what it is
+// until its flows freeze, all at once, so every flow freezes at the
+// smallest share among its links, the value the filling gives it, to the
+// bit, with no scan for the bottleneck.
+func (r *Replayer) shareLone(net *Net) {
+	for _, f := range r.active {
+		rate := math.Inf(1)
+		for _, l := range r.flink[f] {
+			if l >= 0 {
+				rate = min(rate, max(net.rate(int(l)), 0)/(float64(r.lcnt[l])+r.comp[l]))
+			}
+		}
+		r.rate[f] = rate
+	}
 }
 
 // component gathers into clinks and cflows the active links and flows

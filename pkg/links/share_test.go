@@ -87,17 +87,25 @@ func refShare(p *ten.Pattern, net *Net, active []int32) map[int32]float64 {
 func TestShareMatchesWholeFilling(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
+		algo   string
 		ranks  int
 		shared bool
+		steps  bool // a step's flows at a time: one way through a link (shareLone)
 	}{
-		{"tree-8", 8, false},
-		{"tree-8-shared", 8, true},
-		{"tree-64", 64, false},
-		{"tree-64-shared", 64, true},
-		{"tree-256", 256, false},
+		{"tree-8", "tree", 8, false, false},
+		{"tree-8-shared", "tree", 8, true, false},
+		{"tree-64", "tree", 64, false, false},
+		{"tree-64-shared", "tree", 64, true, false},
+		{"tree-256", "tree", 256, false, false},
+		{"ring-8-steps", "ring", 8, false, true},
+		{"ring-8-steps-shared", "ring", 8, true, true},
+		{"halving_doubling-32-steps", "halving_doubling", 32, false, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := pattern.TreeAllReduce(tc.ranks)
+			p, err := pattern.Generate(ten.AllReduce, tc.algo, tc.ranks, -1)
+			if err != nil {
+				t.Fatal(err)
+			}
 			n := tc.ranks
 			rng := rand.New(rand.NewPCG(uint64(n), 7))
 			net := &Net{C: 12.5e9, Up: make([]float64, n), Down: make([]float64, n)}
@@ -118,10 +126,16 @@ func TestShareMatchesWholeFilling(t *testing.T) {
 			// round 0: a random half of the flows start; then a few flows
 			// start or end at a time
 			on := make([]bool, nf)
+			lone := 0
 			for round := 0; round < 200; round++ {
 				r.moved = r.moved[:0]
+				step := p.Flows[rng.IntN(nf)].Step
 				for f := range on {
-					if round == 0 && rng.IntN(2) == 0 || round > 0 && rng.IntN(nf) < 3 {
+					flip := round == 0 && rng.IntN(2) == 0 || round > 0 && rng.IntN(nf) < 3
+					if tc.steps { // the flows of one step, most of them, on their own
+						flip = on[f] != (p.Flows[f].Step == step && rng.IntN(4) > 0)
+					}
+					if flip {
 						on[f] = !on[f]
 						r.moved = append(r.moved, int32(f))
 					}
@@ -138,7 +152,38 @@ func TestShareMatchesWholeFilling(t *testing.T) {
 						t.Fatalf("round %d flow %d: rate %v, want %v", round, f, got, want)
 					}
 				}
+				if oneWay(p, net, r.active) {
+					lone++
+				}
+			}
+			if tc.steps && !tc.shared && lone < 100 {
+				t.Errorf("%d of 200 rounds had one way through each link", lone)
 			}
 		})
 	}
+}
+
+// oneWay says whether the active flows on each link all pass through
+// the same links.
+func oneWay(p *ten.Pattern, net *Net, active []int32) bool {
+	way := map[int32][4]int32{}
+	n := int32(p.Ranks)
+	for _, f := range active {
+		fl := &p.Flows[f]
+		ls := [4]int32{fl.Src, n + fl.Dst, -1, -1}
+		if net.Shared != nil {
+			h := hostLinks(fl, n, net.Shared)
+			ls[2], ls[3] = h[0], h[1]
+		}
+		for _, l := range ls {
+			if l < 0 {
+				continue
+			}
+			if w, ok := way[l]; ok && w != ls {
+				return false
+			}
+			way[l] = ls
+		}
+	}
+	return true
 }
