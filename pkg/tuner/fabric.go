@@ -46,7 +46,7 @@ func (t *reactLoop) fabricTrial(d *Decision, epoch int, pr *links.Predictor) *De
 		d.Note += "; fabric: backing off after a revert"
 		return d
 	}
-	spread := t.spreadShows(d.Model.Noise)
+	spread := t.spreadShows(d.Model.Noise, d.Model.Epochs)
 	if len(pr.Pairs()) == 0 && !spread {
 		return d
 	}
@@ -201,8 +201,16 @@ type spreadRec struct {
 // spreadShows records the batch and says whether the FCTs spread by
 // spreadMin or more and the collective time follows them, over the last
 // spreadEpochs epochs of the pattern in force.
-func (t *reactLoop) spreadShows(noise float64) bool {
+func (t *reactLoop) spreadShows(noise float64, held int) bool {
 	if noise < spreadMin || t.untimed { // a stand-in follows by construction
+		return false
+	}
+	// Where the noise rests on this batch alone (a run's first), one
+	// epoch can carry it past the bar: on the 2-core testbed with nothing
+	// to fix, the first recorded epoch took 1.36 times the median with its
+	// flows skewed, and the trial that spread let through was kept by
+	// chance. Under ECMP every epoch draws its own collisions.
+	if held <= len(t.batch) && looSpread(t.batch) < spreadMin {
 		return false
 	}
 	sp := &t.spread
@@ -226,4 +234,43 @@ func (t *reactLoop) spreadShows(noise float64) bool {
 	// significant at spreadLevel by Fisher's z (one batch of 6 epochs
 	// needs 0.87, three 0.55); false when either is constant (NaN)
 	return r >= spreadCorr && math.Atanh(min(r, 1-1e-12))*math.Sqrt(float64(n-3)) >= distuv.UnitNormal.Quantile(spreadLevel)
+}
+
+// looSpread is the pooled standard deviation of the epochs' log FCTs about
+// each flow's mean with the epoch that adds most to it left out (0 with
+// fewer than three epochs).
+func looSpread(batch [][]float64) float64 {
+	e := len(batch)
+	if e < 3 {
+		return 0
+	}
+	nf := len(batch[0])
+	lg := make([][]float64, e)
+	for i, fct := range batch {
+		lg[i] = make([]float64, nf)
+		for f, v := range fct {
+			lg[i][f] = math.Log(v)
+		}
+	}
+	best := math.Inf(1)
+	for k := range e {
+		ss := 0.0
+		for f := range nf {
+			m := 0.0
+			for i := range e {
+				if i != k {
+					m += lg[i][f]
+				}
+			}
+			m /= float64(e - 1)
+			for i := range e {
+				if i != k {
+					d := lg[i][f] - m
+					ss += d * d
+				}
+			}
+		}
+		best = min(best, ss/float64((e-2)*nf))
+	}
+	return math.Sqrt(best)
 }

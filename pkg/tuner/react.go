@@ -329,7 +329,7 @@ func (t *reactLoop) decide(epoch int) *Decision {
 			t.backoff--
 		}
 		if t.fit != nil && !t.cfg.OneHost {
-			t.spreadShows(t.fit.Noise)
+			t.spreadShows(t.fit.Noise, t.fit.Epochs)
 		}
 		return d
 	}
