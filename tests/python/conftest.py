@@ -90,4 +90,13 @@ def _forked(args, envs, timeout, script):
                 for q in procs:
                     q.kill()
                 pytest.fail(f"ranks hung past {timeout}s")
-        return [(p.exitcode, open(f"{tmp}/{r}.out").read(), open(f"{tmp}/{r}.err").read()) for r, p in enumerate(procs)]
+        return [(p.exitcode, _read(f"{tmp}/{r}.out"), _read(f"{tmp}/{r}.err")) for r, p in enumerate(procs)]
+
+
+def _read(path):
+    """A forked rank's output ('' if it died before making the file)."""
+    try:
+        with open(path) as f:
+            return f.read()
+    except FileNotFoundError:
+        return ""
