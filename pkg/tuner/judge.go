@@ -85,25 +85,98 @@ func significant(d, se2, vb, va float64, nb, na int, conf float64) bool {
 
 // baseline is the sample of the pattern in force a change is judged
 // against: batch and, before it, hist (earlier epochs of the same
-// pattern), unless the two differ at the 0.95 level either way (or, without
-// spread, at all): the network changed since (congestion that began,
-// another tenant's move), and batch alone speaks for the pattern now.
-func baseline(hist, batch []float64) []float64 {
-	if len(hist) < 2 || len(batch) < 2 {
-		return slices.Clone(batch)
+// pattern), unless their collective times differ at the 0.95 level either
+// way (or, without spread, at all): the network changed since (congestion
+// that began, another tenant's move), and batch alone speaks for the
+// pattern now.
+func baseline(hist, batch times) times {
+	if len(hist.e) < 2 || len(batch.e) < 2 {
+		return batch.clone()
 	}
-	mh, vh := stat.MeanVariance(hist, nil)
-	mb, vb := stat.MeanVariance(batch, nil)
-	se2 := vh/float64(len(hist)) + vb/float64(len(batch))
+	mh, vh := stat.MeanVariance(hist.e, nil)
+	mb, vb := stat.MeanVariance(batch.e, nil)
+	se2 := vh/float64(len(hist.e)) + vb/float64(len(batch.e))
 	differ := math.Abs(mh-mb) > 1e-9*mb
 	if se2 > 0 {
-		differ = significant(mh-mb, se2, vh, vb, len(hist), len(batch), 0.975) ||
-			significant(mb-mh, se2, vb, vh, len(batch), len(hist), 0.975)
+		differ = significant(mh-mb, se2, vh, vb, len(hist.e), len(batch.e), 0.975) ||
+			significant(mb-mh, se2, vb, vh, len(batch.e), len(hist.e), 0.975)
 	}
 	if differ {
-		return slices.Clone(batch)
+		return batch.clone()
 	}
-	return append(slices.Clone(hist), batch...)
+	out := hist.clone()
+	out.add(batch)
+	return out
+}
+
+// times are what epochs of one pattern took: each one's measured
+// collective time (e) and the critical path of its own FCTs (c).
+type times struct{ e, c []float64 }
+
+func (s *times) add(o times) {
+	s.e = append(s.e, o.e...)
+	s.c = append(s.c, o.c...)
+}
+
+func (s times) clone() times { return times{e: slices.Clone(s.e), c: slices.Clone(s.c)} }
+
+// judged returns the times the judge compares, for the epochs of the old
+// pattern (before) and of the new one (after): per epoch, in log terms,
+// the mix w*log(e) + (1-w)*log(c) whose spread about each pattern's mean is
+// least, w from the two measures' pooled variances and covariance. A
+// collective time jittered apart from its flows (a host's timing of the
+// whole call; the noise files' measurement noise) leans on the critical
+// path, whose jitter averages over the flows along it; FCTs timed worse
+// than the collective lean on the collective time; where the two agree
+// the collective time is used as it is. The mix is a measure of the
+// collective time only while the collective time and the critical path
+// keep their ratio: where the mean log ratio differs between the two
+// patterns at the 0.95 level, or a side has fewer than two epochs, the
+// collective times are returned.
+func judged(before, after times) (b, a []float64) {
+	if len(before.e) < 2 || len(after.e) < 2 {
+		return before.e, after.e
+	}
+	var vy, vx, cxy float64
+	var gap [2][]float64
+	for i, s := range []times{before, after} {
+		y, x := logs(s.e), logs(s.c)
+		my, mx := stat.Mean(y, nil), stat.Mean(x, nil)
+		for k := range y {
+			dy, dx := y[k]-my, x[k]-mx
+			vy += dy * dy
+			vx += dx * dx
+			cxy += dy * dx
+			gap[i] = append(gap[i], x[k]-y[k])
+		}
+	}
+	den := vx + vy - 2*cxy
+	if den <= 1e-9*(vx+vy) {
+		return before.e, after.e
+	}
+	mb, vb := stat.MeanVariance(gap[0], nil)
+	ma, va := stat.MeanVariance(gap[1], nil)
+	if se2 := vb/float64(len(gap[0])) + va/float64(len(gap[1])); !(se2 > 0) && ma != mb ||
+		se2 > 0 && (significant(ma-mb, se2, va, vb, len(gap[1]), len(gap[0]), 0.975) || significant(mb-ma, se2, vb, va, len(gap[0]), len(gap[1]), 0.975)) {
+		return before.e, after.e
+	}
+	w := min(1, max(0, (vx-cxy)/den))
+	mix := func(s times) []float64 {
+		out := make([]float64, len(s.e))
+		for k := range out {
+			out[k] = math.Exp(w*math.Log(s.e[k]) + (1-w)*math.Log(s.c[k]))
+		}
+		return out
+	}
+	return mix(before), mix(after)
+}
+
+func logs(xs []float64) []float64 {
+	out := make([]float64, len(xs))
+	for i, x := range xs {
+		out[i] = math.Log(x)
+	}
+	return out
 }
 
 // cv is the coefficient of variation of xs (0 for fewer than two).

@@ -17,9 +17,9 @@ import (
 type loop interface {
 	// observe takes one epoch's FCTs of the pattern in force (validated).
 	observe(epoch int, fct []float64) error
-	// waiting takes the collective time of an epoch that still ran the
-	// old pattern while a switch was pending.
-	waiting(elapsed float64)
+	// waiting takes the collective time and the FCTs' critical path of an
+	// epoch that still ran the old pattern while a switch was pending.
+	waiting(elapsed, path float64)
 	// decide ends a batch (the Tuner's batch and elapsed times).
 	decide(epoch int) *Decision
 	// report adds what the loop knows of the network.
@@ -47,7 +47,7 @@ func (t *paperLoop) observe(epoch int, fct []float64) error {
 	return t.hist.Observe(epoch, t.cur, t.deg, fct, t.bytes)
 }
 
-func (t *paperLoop) waiting(float64) {}
+func (t *paperLoop) waiting(float64, float64) {}
 
 func (t *paperLoop) decide(epoch int) *Decision {
 	d := &Decision{Batch: t.batchNo, Epoch: epoch, Version: t.version, Observed: mean(t.elapsed)}

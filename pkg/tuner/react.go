@@ -60,9 +60,9 @@ type reactLoop struct {
 	fit          *links.Fit // the newest fit, for report
 	// uncalibrated: 1 + the batch whose calibration check last failed
 	uncalibrated int
-	// hist: the collective times of the pattern in force before this
-	// batch, at most baseBatches batches of them (base)
-	hist []float64
+	// hist: the times of the pattern in force before this batch, at most
+	// baseBatches batches of them (base)
+	hist times
 }
 
 // baseBatches is how many batches of the pattern in force a change is
@@ -74,17 +74,17 @@ const baseBatches = 1 + maxExtensions
 
 // spreadNeed is the gain that the spread of the pattern in force's times
 // (base) could fake at the Confidence level, judged against a batch.
-func (t *reactLoop) spreadNeed(base []float64) float64 {
-	return distuv.UnitNormal.Quantile(t.cfg.Confidence) * cv(base) * math.Sqrt(1/float64(len(base))+1/float64(t.cfg.B))
+func (t *reactLoop) spreadNeed(base times) float64 {
+	return distuv.UnitNormal.Quantile(t.cfg.Confidence) * cv(base.e) * math.Sqrt(1/float64(len(base.e))+1/float64(t.cfg.B))
 }
 
 // base is what the pattern in force took, for a change to be judged
 // against: this batch with the batches before it (baseline); it forgets
 // those where they differ from this one.
-func (t *reactLoop) base() []float64 {
-	b := baseline(t.hist, t.elapsed)
-	if len(b) == len(t.elapsed) {
-		t.hist = nil
+func (t *reactLoop) base() times {
+	b := baseline(t.hist, t.now())
+	if len(b.e) == len(t.elapsed) {
+		t.hist = times{}
 	}
 	return b
 }
@@ -98,17 +98,17 @@ func (t *reactLoop) observe(epoch int, fct []float64) error {
 
 // waiting: epochs of the old pattern while the switch is pending also
 // tell what the old pattern takes.
-func (t *reactLoop) waiting(elapsed float64) {
+func (t *reactLoop) waiting(elapsed, path float64) {
 	if t.eval != nil && t.cur == t.eval.prev {
-		t.eval.before = append(t.eval.before, elapsed)
+		t.eval.before.add(times{e: []float64{elapsed}, c: []float64{path}})
 	}
 }
 
 // evaluation is a change under test.
 type evaluation struct {
 	prev      *ten.Pattern
-	before    []float64 // collective times of the old pattern
-	after     []float64
+	before    times // of the old pattern
+	after     times
 	predicted float64 // predicted speed-up
 	steps     []string
 	ext       int
@@ -259,13 +259,14 @@ func misfitNeed(rms float64) float64 { return min(misfitShare*rms, misfitCap) }
 // emitted); after a keep it does.
 func (t *reactLoop) judgePending(d *Decision, epoch int) bool {
 	ev := t.eval
-	ev.after = append(ev.after, t.elapsed...)
+	ev.after.add(t.now())
 	conf := t.cfg.Confidence
 	if ev.fabric && ev.spread {
 		conf = min(conf, fabricConfidence)
 	}
-	v, gain := judgeChange(ev.before, ev.after, conf, t.cfg.MinGain, ev.ext, ev.fabric && ev.spread)
-	d.Previous = mean(ev.before)
+	before, after := judged(ev.before, ev.after)
+	v, gain := judgeChange(before, after, conf, t.cfg.MinGain, ev.ext, ev.fabric && ev.spread)
+	d.Previous = mean(ev.before.e)
 	d.ObservedGain = 1 + gain
 	switch v {
 	case extend:
@@ -297,14 +298,15 @@ func (t *reactLoop) judgePending(d *Decision, epoch int) bool {
 			// the flows arrived, 35% slower) is the network's doing, and
 			// a margin of that size held back every later change.
 			t.margin = max(2*t.margin, min(ev.predicted-(1+gain), ev.predicted-1))
-			t.miss = &miss{p: t.cur, dag: critpath.New(t.cur), observed: mean(clipOutlier(ev.after)), slower: -gain > (ev.predicted-1)/2}
+			t.miss = &miss{p: t.cur, dag: critpath.New(t.cur), observed: mean(clipOutlier(ev.after.e)), slower: -gain > (ev.predicted-1)/2}
 		}
 		t.emit(d, ev.prev, epoch)
 		t.eval = nil
 		return false
 	}
 	d.Kept = true
-	t.hist = slices.Clone(ev.after[:len(ev.after)-len(t.elapsed)]) // the kept pattern's earlier batches
+	n := len(ev.after.e) - len(t.elapsed) // the kept pattern's earlier batches
+	t.hist = times{e: slices.Clone(ev.after.e[:n]), c: slices.Clone(ev.after.c[:n])}
 	t.reverts, t.backoff, t.miss = 0, 0, nil
 	if 1+gain >= 1+(ev.predicted-1)/2 {
 		t.margin /= 2
@@ -355,11 +357,11 @@ func (t *reactLoop) decide(epoch int) *Decision {
 func (t *reactLoop) remember() {
 	switch {
 	case t.next != nil: // a new pattern, or the old one again: its own times from scratch
-		t.hist = nil
+		t.hist = times{}
 	case t.eval == nil:
-		t.hist = append(t.hist, t.elapsed...)
-		if n := len(t.hist) - (baseBatches-1)*t.cfg.B; n > 0 {
-			t.hist = slices.Delete(t.hist, 0, n)
+		t.hist.add(t.now())
+		if n := len(t.hist.e) - (baseBatches-1)*t.cfg.B; n > 0 {
+			t.hist.e, t.hist.c = slices.Delete(t.hist.e, 0, n), slices.Delete(t.hist.c, 0, n)
 		}
 	}
 }

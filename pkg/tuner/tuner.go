@@ -98,6 +98,8 @@ type Tuner struct {
 
 	batch   [][]float64
 	elapsed []float64
+	paths   []float64     // the critical path of each epoch's FCTs
+	dag     *critpath.DAG // of cur
 	batchNo int
 	last    int // last epoch observed, -1 before any
 	// untimed: an epoch came without its collective time (its FCTs'
@@ -129,6 +131,7 @@ func New(cfg Config, initial *ten.Pattern, messageBytes float64) (*Tuner, error)
 		cfg: cfg, bytes: messageBytes, rng: rand.New(rand.NewPCG(cfg.Seed, 0x7e4c7)),
 		cur: initial.Clone(), deg: ten.NewDegrees(initial), last: -1, rejected: map[string]bool{},
 	}
+	t.dag = critpath.New(t.cur)
 	paper := &paperLoop{Tuner: t, hist: model.NewHistory(cfg.H), resolved: map[int32]bool{}}
 	t.loop = paper
 	if cfg.Model == ModelReact {
@@ -162,8 +165,9 @@ func (t *Tuner) Pattern(epoch int) (*ten.Pattern, int) {
 	if t.next != nil && epoch >= t.next.effective {
 		t.cur, t.version = t.next.p, t.next.version
 		t.deg = ten.NewDegrees(t.cur)
+		t.dag = critpath.New(t.cur)
 		t.next = nil
-		t.batch, t.elapsed = t.batch[:0], t.elapsed[:0]
+		t.batch, t.elapsed, t.paths = t.batch[:0], t.elapsed[:0], t.paths[:0]
 	}
 	return t.cur, t.version
 }
@@ -190,25 +194,30 @@ func (t *Tuner) Observe(epoch int, fct []float64, elapsed float64) (*Decision, e
 		return nil, err
 	}
 	t.last = epoch
+	path, _ := t.dag.Critical(fct)
 	if !(elapsed > 0) {
-		elapsed, _ = critpath.New(t.cur).Critical(fct)
+		elapsed = path
 		t.untimed = true
 	}
 	if t.next != nil {
-		t.loop.waiting(elapsed)
+		t.loop.waiting(elapsed, path)
 		return nil, nil
 	}
 	t.batch = append(t.batch, slices.Clone(fct))
 	t.elapsed = append(t.elapsed, elapsed)
+	t.paths = append(t.paths, path)
 	if len(t.batch) < t.cfg.B {
 		return nil, nil
 	}
 	d := t.loop.decide(epoch)
 	t.record(d)
-	t.batch, t.elapsed = t.batch[:0], t.elapsed[:0]
+	t.batch, t.elapsed, t.paths = t.batch[:0], t.elapsed[:0], t.paths[:0]
 	t.batchNo++
 	return d, nil
 }
+
+// now is the batch's times so far.
+func (t *Tuner) now() times { return times{e: t.elapsed, c: t.paths} }
 
 // Ahead says that n epochs after the next one observed are already in
 // hand (a runtime's exchange carries several batches at once). A batch
