@@ -61,7 +61,8 @@ type Decision struct {
 
 	// Model "react" only. ObservedGain is the old pattern's mean time over
 	// the new one's, for a change under evaluation, as the judge saw them
-	// (each side's one outlier epoch clipped: judgeChange); Predicted the link
+	// (the times mixed with the FCTs' critical paths: judged; each side's
+	// one outlier epoch clipped: judgeChange); Predicted the link
 	// model's time for the pattern in force; Evaluated how many candidate
 	// patterns the search judged; Model the fit the decision rests on.
 	ObservedGain float64
