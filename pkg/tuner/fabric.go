@@ -199,7 +199,6 @@ const (
 // of its FCTs and of its measured collective time.
 type spreadRec struct {
 	p    *ten.Pattern
-	dag  *critpath.DAG
 	x, y []float64
 }
 
@@ -220,10 +219,9 @@ func (t *reactLoop) spreadShows(noise float64, held int) bool {
 	}
 	sp := &t.spread
 	if sp.p != t.cur {
-		*sp = spreadRec{p: t.cur, dag: critpath.New(t.cur)}
+		*sp = spreadRec{p: t.cur}
 	}
-	for i, fct := range t.batch {
-		c, _ := sp.dag.Critical(fct)
+	for i, c := range t.paths {
 		sp.x = append(sp.x, math.Log(c))
 		sp.y = append(sp.y, math.Log(t.elapsed[i]))
 	}

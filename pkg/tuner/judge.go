@@ -90,23 +90,25 @@ func significant(d, se2, vb, va float64, nb, na int, conf float64) bool {
 // that began, another tenant's move), and batch alone speaks for the
 // pattern now.
 func baseline(hist, batch times) times {
-	if len(hist.e) < 2 || len(batch.e) < 2 {
-		return batch.clone()
-	}
-	mh, vh := stat.MeanVariance(hist.e, nil)
-	mb, vb := stat.MeanVariance(batch.e, nil)
-	se2 := vh/float64(len(hist.e)) + vb/float64(len(batch.e))
-	differ := math.Abs(mh-mb) > 1e-9*mb
-	if se2 > 0 {
-		differ = significant(mh-mb, se2, vh, vb, len(hist.e), len(batch.e), 0.975) ||
-			significant(mb-mh, se2, vb, vh, len(batch.e), len(hist.e), 0.975)
-	}
-	if differ {
+	if len(hist.e) < 2 || len(batch.e) < 2 || differ(hist.e, batch.e) {
 		return batch.clone()
 	}
 	out := hist.clone()
 	out.add(batch)
 	return out
+}
+
+// differ says whether the means of two samples (two or more values each)
+// differ at the 0.95 level either way (Welch), or at all where neither
+// spreads.
+func differ(x, y []float64) bool {
+	mx, vx := stat.MeanVariance(x, nil)
+	my, vy := stat.MeanVariance(y, nil)
+	se2 := vx/float64(len(x)) + vy/float64(len(y))
+	if !(se2 > 0) {
+		return math.Abs(mx-my) > 1e-9*math.Abs(my)
+	}
+	return significant(mx-my, se2, vx, vy, len(x), len(y), 0.975) || significant(my-mx, se2, vy, vx, len(y), len(x), 0.975)
 }
 
 // times are what epochs of one pattern took: each one's measured
@@ -154,10 +156,7 @@ func judged(before, after times) (b, a []float64) {
 	if den <= 1e-9*(vx+vy) {
 		return before.e, after.e
 	}
-	mb, vb := stat.MeanVariance(gap[0], nil)
-	ma, va := stat.MeanVariance(gap[1], nil)
-	if se2 := vb/float64(len(gap[0])) + va/float64(len(gap[1])); !(se2 > 0) && ma != mb ||
-		se2 > 0 && (significant(ma-mb, se2, va, vb, len(gap[1]), len(gap[0]), 0.975) || significant(mb-ma, se2, vb, va, len(gap[0]), len(gap[1]), 0.975)) {
+	if differ(gap[0], gap[1]) {
 		return before.e, after.e
 	}
 	w := min(1, max(0, (vx-cxy)/den))
