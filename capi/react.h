@@ -45,7 +45,7 @@ extern "C" {
 
 /* The ABI version react_abi_version returns; bumped on any incompatible
  * change to this file. */
-#define REACT_ABI_VERSION 5
+#define REACT_ABI_VERSION 6
 
 /* ---- Status codes ---------------------------------------------------- */
 #define REACT_OK 0
@@ -168,13 +168,38 @@ int react_pattern_plan(const uint8_t* pattern, size_t plen, int rank, int64_t nu
  * Output by the buffer protocol. */
 int react_settings(uint8_t* buf, size_t cap, size_t* len);
 
-/* What is wrong with settings for a group of size ranks (>= 1): a JSON
- * array of sentences, each naming a setting's variable and its value, empty
- * when nothing is. values_json is a JSON object by the settings' names
- * (those not in it keep their defaults); the tuner's are checked only when
- * "tune" is true and size > 1. Output by the buffer protocol; REACT_E_INVALID
- * when values_json is not one JSON object. */
-int react_settings_check(const char* values_json, int size, uint8_t* buf, size_t cap, size_t* len);
+/* What keeps the ranks of a group of size from running together, given
+ * every rank's settings as set (every_json: a JSON array, one object per
+ * rank in rank order, by the settings' names; those not in it keep their
+ * defaults): the ranks' problems, each naming a setting's variable and its
+ * value (the tuner's count only when "tune" is true and size > 1), else
+ * the settings react_settings marks "shared" that differ, each with its
+ * values and ranks, in one sentence; empty (*len 0) when nothing does.
+ * Output by the buffer protocol; REACT_E_INVALID when every_json is not an
+ * array of objects, REACT_E_ARG when it has not size of them. */
+int react_settings_agree(const char* every_json, int size, uint8_t* buf, size_t cap, size_t* len);
+
+/* ---- Call signatures -------------------------------------------------- */
+
+/* The signature of a collective call, which every rank of a group must make
+ * alike: sig receives REACT_CALL_FIELDS values (the call's number on the
+ * group, op, dtype, element count, root, reduce op, its key's epoch and
+ * pattern version), numbers that mean the same on every rank; salt the
+ * REACT_CALL_SALT_BITS of its hash that its messages' tags carry; digest
+ * 62 bits of the hash (>= 0; equal digests: equal calls). op is a pattern
+ * op or "barrier"; reduce is "" or sum, avg, product, min, max, band, bor,
+ * bxor; dtype is torch's name without "torch.". REACT_E_ARG for an op or
+ * reduce op it does not know. */
+#define REACT_CALL_FIELDS 8
+#define REACT_CALL_SALT_BITS 20
+int react_call_sign(int64_t seq, const char* op, const char* dtype, int64_t numel, int64_t root, const char* reduce,
+                    int64_t epoch, int64_t version, int64_t* sig, uint32_t* salt, int64_t* digest);
+
+/* The sentence that names the calls n ranks (ranks[i], distinct, of a group
+ * of size) made, signature i at sigs[i * REACT_CALL_FIELDS]: the ranks
+ * grouped by call, "ranks 0, 1: allreduce (sum) of 1000 float32, call 5 on
+ * the group, ...; rank 2: ...". Output by the buffer protocol. */
+int react_call_sentence(const int64_t* sigs, const int* ranks, int n, int size, uint8_t* buf, size_t cap, size_t* len);
 
 /* ---- Tuners ------------------------------------------------------------ */
 

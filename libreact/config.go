@@ -69,35 +69,6 @@ func react_go_settings(buf *C.uint8_t, cap C.size_t, n *C.size_t) (st C.int) {
 	return out(enc, buf, cap, n)
 }
 
-//export react_go_settings_check
-func react_go_settings_check(values *C.char, size C.int, buf *C.uint8_t, cap C.size_t, n *C.size_t) (st C.int) {
-	defer guard(&st)
-	const who = "react_settings_check"
-	if values == nil || n == nil {
-		return fail(C.REACT_E_ARG, "%s: values and len must not be NULL", who)
-	}
-	if size < 1 {
-		return fail(C.REACT_E_ARG, "%s: size %d, want >= 1", who, size)
-	}
-	dec := json.NewDecoder(bytes.NewReader([]byte(C.GoString(values))))
-	var set map[string]json.RawMessage
-	if err := dec.Decode(&set); err != nil || set == nil {
-		return fail(C.REACT_E_INVALID, "%s: values are not a JSON object", who)
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return fail(C.REACT_E_INVALID, "%s: data after the values' object", who)
-	}
-	bad := settings.Check(set, int(size))
-	if bad == nil {
-		bad = []string{}
-	}
-	enc, err := plainJSON(bad)
-	if err != nil {
-		return fail(C.REACT_E_PANIC, "%s: %v", who, err)
-	}
-	return out(enc, buf, cap, n)
-}
-
 // plainJSON encodes v as JSON without escaping <, > and & (the sentences
 // say ">= 1").
 func plainJSON(v any) ([]byte, error) {

@@ -28,7 +28,9 @@ SAME_TYPE(react_go_pattern_generate, int (*)(char*, char*, int, int, uint8_t*, s
 SAME_TYPE(react_go_pattern_layout, int (*)(uint8_t*, size_t, uint8_t*, size_t, size_t*));
 SAME_TYPE(react_go_pattern_plan, int (*)(uint8_t*, size_t, int, int64_t, int, int64_t, uint8_t*, size_t, size_t*));
 SAME_TYPE(react_go_settings, int (*)(uint8_t*, size_t, size_t*));
-SAME_TYPE(react_go_settings_check, int (*)(char*, int, uint8_t*, size_t, size_t*));
+SAME_TYPE(react_go_settings_agree, int (*)(char*, int, uint8_t*, size_t, size_t*));
+SAME_TYPE(react_go_call_sign, int (*)(int64_t, char*, char*, int64_t, int64_t, char*, int64_t, int64_t, int64_t*, uint32_t*, int64_t*));
+SAME_TYPE(react_go_call_sentence, int (*)(int64_t*, int*, int, int, uint8_t*, size_t, size_t*));
 SAME_TYPE(react_go_tuner_create, int (*)(uint8_t*, size_t, double, char*, uint64_t*));
 SAME_TYPE(react_go_tuner_close, int (*)(uint64_t));
 SAME_TYPE(react_go_tuner_submit, int (*)(uint64_t, uint8_t*, size_t));
@@ -134,9 +136,20 @@ int react_settings(uint8_t* buf, size_t cap, size_t* len) {
     return react_go_settings(buf, cap, len);
 }
 
-int react_settings_check(const char* values_json, int size, uint8_t* buf, size_t cap, size_t* len) {
+int react_settings_agree(const char* every_json, int size, uint8_t* buf, size_t cap, size_t* len) {
     GUARD();
-    return react_go_settings_check((char*)values_json, size, buf, cap, len);
+    return react_go_settings_agree((char*)every_json, size, buf, cap, len);
+}
+
+int react_call_sign(int64_t seq, const char* op, const char* dtype, int64_t numel, int64_t root, const char* reduce,
+                    int64_t epoch, int64_t version, int64_t* sig, uint32_t* salt, int64_t* digest) {
+    GUARD();
+    return react_go_call_sign(seq, (char*)op, (char*)dtype, numel, root, (char*)reduce, epoch, version, sig, salt, digest);
+}
+
+int react_call_sentence(const int64_t* sigs, const int* ranks, int n, int size, uint8_t* buf, size_t cap, size_t* len) {
+    GUARD();
+    return react_go_call_sentence((int64_t*)sigs, (int*)ranks, n, size, buf, cap, len);
 }
 
 int react_tuner_create(const uint8_t* pattern, size_t len, double message_bytes,

@@ -11,13 +11,13 @@ import ctypes
 import json
 import os
 import threading
-from typing import Callable, Optional, Tuple
+from typing import Callable, Dict, Optional, Sequence, Tuple
 
 # Status codes of capi/react.h; tests/python checks them against the header.
 OK, NONE = 0, 1
 E_ARG, E_INVALID, E_SHORT, E_SEMANTICS, E_HANDLE, E_STATE = -1, -2, -3, -4, -5, -6
 E_FORK, E_PANIC, E_LIMIT = -11, -12, -13
-ABI_VERSION = 5
+ABI_VERSION = 6
 
 _lock = threading.Lock()
 _lib: Optional[ctypes.CDLL] = None
@@ -66,7 +66,10 @@ def _declare(lib: ctypes.CDLL) -> None:
         "react_pattern_layout": ([u8p, c.c_size_t, u8p, c.c_size_t, sizep], c.c_int),
         "react_pattern_plan": ([u8p, c.c_size_t, c.c_int, c.c_int64, c.c_int, c.c_int64, u8p, c.c_size_t, sizep], c.c_int),
         "react_settings": ([u8p, c.c_size_t, sizep], c.c_int),
-        "react_settings_check": ([c.c_char_p, c.c_int, u8p, c.c_size_t, sizep], c.c_int),
+        "react_settings_agree": ([c.c_char_p, c.c_int, u8p, c.c_size_t, sizep], c.c_int),
+        "react_call_sign": ([c.c_int64, c.c_char_p, c.c_char_p, c.c_int64, c.c_int64, c.c_char_p, c.c_int64, c.c_int64,
+                             c.POINTER(c.c_int64), c.POINTER(c.c_uint32), c.POINTER(c.c_int64)], c.c_int),
+        "react_call_sentence": ([c.POINTER(c.c_int64), c.POINTER(c.c_int), c.c_int, c.c_int, u8p, c.c_size_t, sizep], c.c_int),
         "react_control_create": ([c.c_char_p, c.POINTER(c.c_uint64)], c.c_int),
         "react_control_key": ([c.c_uint64, u8p, c.c_size_t, c.c_int64, c.c_int, c.c_char_p, c.c_char_p, c.POINTER(c.c_int)], c.c_int),
         "react_control_begin": ([c.c_uint64, c.c_int, c.POINTER(c.c_int64), c.POINTER(c.c_int64)], c.c_int),
@@ -190,10 +193,38 @@ def settings() -> list:
     return _settings
 
 
-def settings_check(values_json: str, size: int) -> list:
-    """libreact's sentences on what is wrong with the settings (react_settings_check)."""
+def settings_agree(every_json: bytes, size: int) -> str:
+    """What keeps the ranks with these settings from running together, "" if
+    nothing (react_settings_agree; every_json: each rank's set values)."""
     lb = lib()
-    return json.loads(_sized(lambda b, c, n: lb.react_settings_check(values_json.encode(), size, b, c, n), "settings check", 1024))
+    return _sized(lambda b, c, n: lb.react_settings_agree(every_json, size, b, c, n), "settings agree", 512).decode()
+
+
+CALL_FIELDS = 8  # capi/react.h's REACT_CALL_FIELDS
+
+
+class Signer:
+    """react_call_sign, its output buffers made once: a call's signature,
+    the salt of its tags and its digest. One per thread that signs."""
+
+    def __init__(self):
+        self.sig, self.salt, self.digest = (ctypes.c_int64 * CALL_FIELDS)(), ctypes.c_uint32(), ctypes.c_int64()
+        self.out = (self.sig, ctypes.byref(self.salt), ctypes.byref(self.digest))
+
+    def __call__(self, seq: int, op: str, dtype: str, numel: int, root: int, reduce: str, epoch: int,
+                 version: int) -> Tuple[Tuple[int, ...], int, int]:
+        _check(lib().react_call_sign(seq, op.encode(), dtype.encode(), numel, root, reduce.encode(), epoch, version, *self.out),
+               "call sign")
+        return tuple(self.sig[:]), self.salt.value, self.digest.value
+
+
+def call_sentence(calls: Dict[int, Sequence[int]], size: int) -> str:
+    """The ranks grouped by the call they made (react_call_sentence; calls: rank -> signature)."""
+    rs = sorted(calls)
+    sigs = (ctypes.c_int64 * (CALL_FIELDS * len(rs)))(*(int(x) for r in rs for x in calls[r]))
+    ranks = (ctypes.c_int * len(rs))(*rs)
+    lb = lib()
+    return _sized(lambda b, c, n: lb.react_call_sentence(sigs, ranks, len(rs), size, b, c, n), "call sentence", 512).decode()
 
 
 class Control:

@@ -23,23 +23,24 @@ the calls and the ranks:
   that agree. It costs one round of small messages per call (measured in
   tests/python/bench_check.py), and covers what the tags cannot: NCCL's
   transfers.
+
+A signature's numbers, its hash and the sentences that name calls are
+libreact's (internal/agree), the same on every rank whatever torch it runs.
 """
 
 from __future__ import annotations
 
 import collections
-import hashlib
 import json
 import logging
-import struct
 import threading
 import time
-from typing import Callable, Deque, Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Deque, Dict, Optional, Sequence, Tuple
 
 import torch
 import torch.distributed as dist
 
-from . import config, ops
+from . import _lib, config
 
 log = logging.getLogger("react_torch")
 
@@ -56,105 +57,41 @@ CHECK_TAG = 1 << 30
 # messages a rank instead of n-1).
 DIRECT_MAX = 32
 
-# a signature numbers its op and reduce op by their place here
-OPS = ops.OPS + ("barrier",)
-REDUCE = ("",) + ops.REDUCE_OPS
-_DTYPES: Dict[str, int] = {}
-_NAMES: List[str] = []
-
-
-def _dtype_code(name: str) -> int:
-    """A dtype as a number that means the same on every rank: its index in
-    torch's sorted dtype names."""
-    if not _NAMES:
-        _NAMES.extend(sorted({str(v).replace("torch.", "") for v in vars(torch).values() if isinstance(v, torch.dtype)}))
-        _DTYPES.update((n, i) for i, n in enumerate(_NAMES))
-    return _DTYPES.get(name, len(_NAMES))
-
 
 class MismatchError(RuntimeError):
     """The ranks of a group called different collectives; nothing of the
     call was sent or combined."""
 
 
-def _ranks(rs: Sequence[int], size: int) -> str:
-    """"every rank", "rank 2" or "ranks 0, 3"."""
-    if len(rs) == size and size > 1:
-        return "every rank"
-    return ("rank " if len(rs) == 1 else "ranks ") + ", ".join(map(str, rs))
-
-
 def settings(cfg: config.Config, size: int, ctrl: Optional[dist.ProcessGroup]) -> None:
-    """Checks the settings on every rank before a group is used: each
-    rank's problems (a bad REACT_LAG, a leader out of range, ...) and the
-    settings all ranks must share reach every rank over the control group,
-    so that every rank fails at creation with the same sentence, instead of
-    the leader failing at its first tuned call and the others seeing
-    "Connection closed"."""
-    mine = {"problems": config.validate(cfg, size), "shared": config.shared(cfg)}
+    """Checks the settings on every rank before a group is used: every
+    rank's settings reach every rank over the control group, and libreact
+    says what is wrong with them (a bad REACT_LAG, a leader out of range,
+    ranks that differ in a setting they must share), so that every rank
+    fails at creation with the same sentence, instead of the leader failing
+    at its first tuned call and the others seeing "Connection closed"."""
+    mine = json.dumps(cfg.values).encode()
     if size == 1:
         every = [mine]
     else:
-        raw = json.dumps(mine).encode()[: _AGREE_BYTES - 4]
+        cap = _AGREE_BYTES - 4
+        n = len(mine) if len(mine) <= cap else cap + 1  # too long: every rank says so
         buf = torch.zeros(_AGREE_BYTES, dtype=torch.uint8)
-        buf[:4] = torch.tensor(list(len(raw).to_bytes(4, "little")), dtype=torch.uint8)
-        buf[4 : 4 + len(raw)] = torch.frombuffer(bytearray(raw), dtype=torch.uint8)
+        buf[:4] = torch.tensor(list(n.to_bytes(4, "little")), dtype=torch.uint8)
+        if n <= cap:
+            buf[4 : 4 + n] = torch.frombuffer(bytearray(mine), dtype=torch.uint8)
         outs = [torch.empty_like(buf) for _ in range(size)]
         ctrl.allgather([outs], [buf]).wait()
         every = []
-        for o in outs:
+        for r, o in enumerate(outs):
             b = o.numpy().tobytes()
-            every.append(json.loads(b[4 : 4 + int.from_bytes(b[:4], "little")]))
-    why: Dict[str, List[int]] = {}
-    for r, e in enumerate(every):
-        for p in e["problems"]:
-            why.setdefault(p, []).append(r)
+            n = int.from_bytes(b[:4], "little")
+            if n > cap:
+                raise ValueError(f"react_torch: rank {r}'s settings take more than {cap} bytes of JSON")
+            every.append(b[4 : 4 + n])
+    why = _lib.settings_agree(b"[" + b",".join(every) + b"]", size)
     if why:
-        raise ValueError("react_torch: invalid settings for a react group of %d ranks: %s" % (
-            size, "; ".join(f"{_ranks(rs, size)}: {p}" for p, rs in why.items())))
-    differ = []
-    for k in mine["shared"]:
-        vals: Dict[str, List[int]] = {}
-        for r, e in enumerate(every):
-            vals.setdefault(repr(e["shared"][k]), []).append(r)
-        if len(vals) > 1:
-            differ.append(f"{config.variable(k)} is " + ", ".join(f"{v} on {_ranks(rs, size)}" for v, rs in vals.items()))
-    if differ:
-        raise ValueError("react_torch: the ranks of a react group must share these settings: " + "; ".join(differ))
-
-
-# Fields of a call signature, in order.
-SEQ, OP, DTYPE, NUMEL, ROOT, REDOP, EPOCH, VERSION = range(8)
-
-
-def fields(seq: int, op: str, dtype: str, numel: int, root: int, reduce: str, epoch: int, version: int) -> Tuple[int, ...]:
-    """A call's signature as numbers that mean the same on every rank."""
-    return (seq, OPS.index(op), _dtype_code(dtype), numel, root, REDUCE.index(reduce) if reduce in REDUCE else len(REDUCE), epoch, version)
-
-
-def signature(seq: int, op: str, dtype: str, numel: int, root: int, reduce: str, epoch: int, version: int) -> torch.Tensor:
-    return torch.tensor(fields(seq, op, dtype, numel, root, reduce, epoch, version), dtype=torch.int64)
-
-
-def sentence(calls: Dict[int, Sequence[int]], size: int) -> str:
-    """Ranks grouped by the call they made: "ranks 0, 1: allreduce ...;
-    rank 2: ..." (calls: rank -> signature)."""
-    groups: Dict[tuple, List[int]] = {}
-    for r in sorted(calls):
-        groups.setdefault(tuple(int(x) for x in calls[r]), []).append(r)
-    return "; ".join(f"{_ranks(rs, size)}: {describe(s)}" for s, rs in groups.items())
-
-
-def describe(s: Sequence[int]) -> str:
-    """A signature as a sentence: "allreduce (sum) of 1000 float32, call 5
-    on the group, epoch 4 of its key, pattern version 0"."""
-    op = OPS[s[OP]] if 0 <= s[OP] < len(OPS) else f"op {s[OP]}"
-    dtype = _NAMES[s[DTYPE]] if 0 <= s[DTYPE] < len(_NAMES) else f"dtype {s[DTYPE]}"
-    red = f" ({REDUCE[s[REDOP]]})" if 0 < s[REDOP] < len(REDUCE) else ""
-    root = f" from root {s[ROOT]}" if s[ROOT] >= 0 else ""
-    what = "barrier" if op == "barrier" else f"{op}{red} of {s[NUMEL]} {dtype}{root}"
-    key = f", epoch {s[EPOCH]} of its key, pattern version {s[VERSION]}" if s[EPOCH] >= 0 else ""
-    return f"{what}, call {s[SEQ]} on the group{key}"
+        raise ValueError("react_torch: " + why)
 
 
 class CallCheck:
@@ -167,17 +104,18 @@ class CallCheck:
         self.seq = 0  # calls checked on this group, the same on every rank when they agree
         self.failed: Optional[str] = None
         self.peers = [r for r in range(size) if r != rank]
-        self.every = [torch.empty(8, dtype=torch.int64) for _ in range(size)]  # reused: a check costs no allocation
+        self.every = [torch.empty(_lib.CALL_FIELDS, dtype=torch.int64) for _ in range(size)]  # reused: a check costs no allocation
+        self.sign = _lib.Signer()
 
     def _start(self, op: str, dtype: str, numel: int, root: int = -1, reduce: str = "", epoch: int = -1, version: int = -1):
         if self.failed is not None:
             raise MismatchError(f"react_torch: this react group is unusable after an earlier mismatch or failed call check: {self.failed}")
-        sig = signature(self.seq, op, dtype, numel, root, reduce, epoch, version)
+        fields, _, h = self.sign(self.seq, op, dtype, numel, root, reduce, epoch, version)
+        sig = torch.tensor(fields, dtype=torch.int64)
         self.seq += 1
         if self.size > DIRECT_MAX:
             # one small allreduce: MAX of (h, -h) is (h, -h) on every rank
             # exactly when every rank's digest is h (min = max)
-            h = digest(sig.tolist())
             both = torch.tensor([h, -h], dtype=torch.int64)
             opts = dist.AllreduceOptions()
             opts.reduceOp = dist.ReduceOp.MAX
@@ -196,9 +134,10 @@ class CallCheck:
                 try:
                     w.wait()
                 except Exception as e:  # a dead or hung peer: say which call and which peer
-                    self.failed = f"{describe(sig)}: its call check failed"
+                    what = _lib.call_sentence({self.rank: sig.tolist()}, self.size)
+                    self.failed = f"{what}: its call check failed"
                     who = f"{how} rank {r}" if r is not None else "exchanging with the other ranks"
-                    raise RuntimeError(f"react_torch: {describe(sig)}: comparing calls: {who} failed: {e}") from e
+                    raise RuntimeError(f"react_torch: {what}: comparing calls: {who} failed: {e}") from e
         if digest is not None:
             both, h = digest
             if int(both[0]) == h and int(both[1]) == -h:
@@ -207,7 +146,7 @@ class CallCheck:
             self.pg.allgather([every], [sig]).wait()
         elif all(torch.equal(e, sig) for e in every):
             return
-        self.failed = sentence(dict(enumerate(every)), self.size)
+        self.failed = _lib.call_sentence({r: e.tolist() for r, e in enumerate(every)}, self.size)
         raise MismatchError("react_torch: the ranks called different collectives, so none of this call's data was combined: " + self.failed)
 
     def __call__(self, op: str, dtype: str, numel: int, root: int = -1, reduce: str = "", epoch: int = -1, version: int = -1) -> None:
@@ -223,25 +162,8 @@ POLL_S = 0.25  # how often a stuck call looks again, at first ...
 POLL_MAX_S = 2.0  # ... and at most, once it has waited long
 FOUND_S = 5.0  # how long a rank that saw its host's calls differ waits for its peers' signatures (Ledger.found)
 HISTORY = 16  # signatures a rank publishes: its current call and those before
-SALT_BITS = 20  # of a signature's hash, in every tag (executor.tag: below CHECK_TAG)
 LINGER_S = 5.0  # how long a failed rank waits for every rank to have read the verdict (Ledger.linger)
 _GATHER_S = 2.0  # how long a rank that found a mismatch waits for every rank's signatures, to name them all
-
-
-def salt(sig: Sequence[int]) -> int:
-    """SALT_BITS of BLAKE2b of a signature: calls that differ give the same
-    tags with probability 2^-20, and only then does their data meet."""
-    d = hashlib.blake2b(struct.pack("<8q", *sig), digest_size=4).digest()
-    return int.from_bytes(d, "little") & ((1 << SALT_BITS) - 1)
-
-
-def digest(sig: Sequence[int]) -> int:
-    """62 bits of BLAKE2b of a signature: equal digests mean equal calls (a
-    collision has probability 2^-62). What a large group's ranks compare
-    (CallCheck) and a host's ranks before their host phases (hier.py),
-    where no tag carries the call."""
-    d = hashlib.blake2b(struct.pack("<8q", *sig), digest_size=8).digest()
-    return int.from_bytes(d, "little") >> 2
 
 
 class Ledger:
@@ -261,6 +183,8 @@ class Ledger:
         self.rank, self.size = rank, size
         self.kill = kill  # closes this rank's data and control groups
         self.seq = 0
+        self._digest = 0
+        self.sign = _lib.Signer()  # on the collective thread
         self.calls: Deque[Tuple[int, ...]] = collections.deque(maxlen=HISTORY)
         self.peers: Sequence[int] = ()  # whom the current call exchanges with (set by the backend)
         self.current: Optional[Tuple[int, float]] = None  # (seq, start) while a call runs
@@ -286,18 +210,18 @@ class Ledger:
         that has seen a mismatch."""
         if self.failed is not None:
             raise MismatchError(f"react_torch: this react group is unusable after an earlier mismatch: {self.failed}")
-        sig = fields(self.seq, op, dtype, numel, root, reduce, epoch, version)
+        sig, salt, self._digest = self.sign(self.seq, op, dtype, numel, root, reduce, epoch, version)
         self.calls.append(sig)
         self.current = (self.seq, time.monotonic())
         self.seq += 1
         if self._thread is None:
             self._thread = threading.Thread(target=self._watch, name="react-calls", daemon=True)
             self._thread.start()
-        return salt(sig)
+        return salt
 
     def digest(self) -> int:
         """The current call's digest (begin's)."""
-        return digest(self.calls[-1])
+        return self._digest
 
     def end(self) -> None:
         self.current = None
@@ -318,13 +242,13 @@ class Ledger:
                     break
                 text = self._compare()
                 if text is None and time.monotonic() > until:
-                    text = f"rank {self.rank}'s call {self.calls[-1][SEQ]} differs from its host's other ranks' (they did not publish theirs)"
+                    text = f"rank {self.rank}'s call {self.calls[-1][0]} differs from its host's other ranks' (they did not publish theirs)"
                 if text is not None:
                     self._fail(self.store.compare_set(_VERDICT, "", text).decode())
                     break
                 time.sleep(POLL_S / 5)
         except Exception as e:  # the store went away: this rank's finding is all there is
-            self._fail(f"rank {self.rank}'s call {self.calls[-1][SEQ]} differs from its host's other ranks' ({e})")
+            self._fail(f"rank {self.rank}'s call {self.calls[-1][0]} differs from its host's other ranks' ({e})")
         self.linger()
         return self.error()
 
@@ -390,7 +314,7 @@ class Ledger:
         k = _ENTRY % r
         if not self.store.check([k]):
             return {}
-        return {int(c[SEQ]): tuple(int(x) for x in c) for c in json.loads(self.store.get(k))}
+        return {int(c[0]): tuple(int(x) for x in c) for c in json.loads(self.store.get(k))}
 
     def _watch(self) -> None:
         published = -1
@@ -420,7 +344,7 @@ class Ledger:
         """The sentence for the first call this rank and one of its peers
         made differently, naming every rank that published its call, or
         None."""
-        mine = {c[SEQ]: c for c in tuple(self.calls)}
+        mine = {c[0]: c for c in tuple(self.calls)}
         first = None
         for r in self.peers:
             for s, c in self._read(r).items():
@@ -439,7 +363,7 @@ class Ledger:
             if len(calls) == self.size or time.monotonic() > until:
                 break
             time.sleep(POLL_S)
-        return sentence(calls, self.size)
+        return _lib.call_sentence(calls, self.size)
 
 
 # What Gloo says when a peer closed its connections (ReactBackend._kill).

@@ -2,18 +2,17 @@
 
 Every setting, react_torch's own and the tuner's, and the rules their values
 meet are Go's (internal/settings): names, variables, types, defaults and
-help come from libreact (react_settings), problems from react_settings_check;
-none is copied here. A Config holds the values set; the others read as
+help come from libreact (react_settings), problems and disagreements between
+ranks from react_settings_agree (agree.settings); none is copied here. A Config holds the values set; the others read as
 libreact's defaults, and only the tuner's that were set reach the tuner.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import os
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 from . import _lib
 
@@ -137,18 +136,6 @@ def replace(cfg: Config, **kw: Any) -> Config:
 
 # REACT_LOG_LEVEL -> capi/react.h's REACT_LOG_* (Go's levels start at -1).
 LOG_LEVELS = {0: -1, 1: 0, 2: 1, 3: 2, 4: 6}
-
-
-def validate(cfg: Config, size: int) -> List[str]:
-    """What is wrong with cfg for a group of size ranks, one sentence per
-    problem naming the variable (libreact's rules: react_settings_check)."""
-    return _lib.settings_check(json.dumps(cfg.values), size)
-
-
-def shared(cfg: Config) -> Dict[str, Any]:
-    """The settings every rank of a group must share: each rank runs the same
-    pattern, switch epoch and segment tags only when they agree."""
-    return {k: getattr(cfg, k) for k, s in settings().items() if s["shared"]}
 
 
 def table() -> str:

@@ -89,7 +89,7 @@ class HostGroup:
 
     def agree(self, digest: int) -> bool:
         """Whether every rank of the host called what this one did (digest:
-        agree.digest of its call): one small MAX allreduce of (d, -d), on
+        Ledger.digest of its call): one small MAX allreduce of (d, -d), on
         Gloo whatever the data's device, before any host phase moves data.
         Gloo's collectives carry no tags: a mismatched host phase would
         combine garbage, or abort the process on a longer message."""

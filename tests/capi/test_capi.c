@@ -372,15 +372,51 @@ static void test_settings(void) {
     free(pat);
 
     char out[1024];
-    EXPECT(react_settings_check("{}", 4, (uint8_t*)out, sizeof out, &got), REACT_OK, "");
-    CHECK(got == 2 && memcmp(out, "[]", 2) == 0, "defaults: %.*s", (int)got, out);
-    EXPECT(react_settings_check("{\"leader\": 9, \"Lag\": 0}", 4, (uint8_t*)out, sizeof out - 1, &got), REACT_OK, "");
+    EXPECT(react_settings_agree("[{}, {}, {}, {}]", 4, (uint8_t*)out, sizeof out, &got), REACT_OK, "");
+    CHECK(got == 0, "defaults: %.*s", (int)got, out);
+    EXPECT(react_settings_agree("[{\"leader\": 9, \"Lag\": 0}, {}]", 2, (uint8_t*)out, sizeof out - 1, &got), REACT_OK, "");
     out[got] = 0;
-    CHECK(strstr(out, "REACT_LEADER=9: the leader must be a rank of the group, 0 to 3") != NULL &&
-              strstr(out, "REACT_LAG=0: Lag = 0, want >= 1") != NULL, "check: %s", out);
-    EXPECT(react_settings_check("[1]", 4, (uint8_t*)out, sizeof out, &got), REACT_E_INVALID, "not a JSON object");
-    EXPECT(react_settings_check("{}", 0, (uint8_t*)out, sizeof out, &got), REACT_E_ARG, "want >= 1");
-    EXPECT(react_settings_check(NULL, 4, (uint8_t*)out, sizeof out, &got), REACT_E_ARG, "must not be NULL");
+    CHECK(strstr(out, "rank 0: REACT_LEADER=9: the leader must be a rank of the group, 0 to 1") != NULL &&
+              strstr(out, "rank 0: REACT_LAG=0: Lag = 0, want >= 1") != NULL, "check: %s", out);
+    EXPECT(react_settings_agree(NULL, 4, (uint8_t*)out, sizeof out, &got), REACT_E_ARG, "must not be NULL");
+
+    EXPECT(react_settings_agree("[{}, {\"algo_allreduce\": \"tree\"}]", 2, (uint8_t*)out, sizeof out, &got), REACT_OK, "");
+    CHECK(got == 0, "defaults and the default set: %.*s", (int)got, out);
+    EXPECT(react_settings_agree("[{}, {\"algo_allreduce\": \"ring\"}]", 2, (uint8_t*)out, sizeof out - 1, &got), REACT_OK, "");
+    out[got] = 0;
+    CHECK(strstr(out, "REACT_ALGO_ALLREDUCE is \"tree\" on rank 0, \"ring\" on rank 1") != NULL, "agree: %s", out);
+    EXPECT(react_settings_agree("[{}, 1]", 2, (uint8_t*)out, sizeof out, &got), REACT_E_INVALID, "not a JSON array of objects");
+    EXPECT(react_settings_agree("[{}]", 2, (uint8_t*)out, sizeof out, &got), REACT_E_ARG, "1 ranks' settings for a group of 2");
+}
+
+static void test_calls(void) {
+    int64_t sig[2 * REACT_CALL_FIELDS];
+    uint32_t salt, salt2;
+    int64_t digest, digest2;
+    EXPECT(react_call_sign(5, "allreduce", "float32", 1000, -1, "sum", 4, 0, sig, &salt, &digest), REACT_OK, "");
+    CHECK(salt < (1u << REACT_CALL_SALT_BITS) && digest >= 0, "salt %u, digest %lld", salt, (long long)digest);
+    EXPECT(react_call_sign(5, "allreduce", "int32", 1000, -1, "sum", 4, 0, sig + REACT_CALL_FIELDS, &salt2, &digest2),
+           REACT_OK, "");
+    CHECK(salt2 != salt && digest2 != digest, "int32 and float32 calls alike");
+    EXPECT(react_call_sign(5, "alltoall", "float32", 1000, -1, "sum", 4, 0, sig, &salt, &digest), REACT_E_ARG,
+           "unknown op \"alltoall\"");
+    EXPECT(react_call_sign(5, "allreduce", "float32", 1000, -1, "sum", 4, 0, NULL, &salt, &digest), REACT_E_ARG,
+           "must not be NULL");
+    EXPECT(react_call_sign(5, "allreduce", "float32", 1000, -1, "sum", 4, 0, sig, &salt, &digest), REACT_OK, "");
+
+    int ranks[2] = {1, 0};
+    char out[512];
+    size_t got = 0;
+    EXPECT(react_call_sentence(sig, ranks, 2, 3, NULL, 0, &got), REACT_E_SHORT, "");
+    EXPECT(react_call_sentence(sig, ranks, 2, 3, (uint8_t*)out, sizeof out - 1, &got), REACT_OK, "");
+    out[got] = 0;
+    CHECK(strcmp(out, "rank 0: allreduce (sum) of 1000 int32, call 5 on the group, epoch 4 of its key, pattern version 0; "
+                      "rank 1: allreduce (sum) of 1000 float32, call 5 on the group, epoch 4 of its key, pattern version 0") == 0,
+          "sentence: %s", out);
+    ranks[1] = 1;
+    EXPECT(react_call_sentence(sig, ranks, 2, 3, (uint8_t*)out, sizeof out, &got), REACT_E_ARG, "rank 1 given twice");
+    ranks[1] = 3;
+    EXPECT(react_call_sentence(sig, ranks, 2, 3, (uint8_t*)out, sizeof out, &got), REACT_E_ARG, "rank 3 of a group of 3");
 }
 
 static uint64_t create_tree8(uint8_t** pat, size_t* plen, pattern_view* v) {
@@ -667,6 +703,7 @@ int main(int argc, char** argv) {
     test_control();
     test_handles_unknown();
     test_settings();
+    test_calls();
     test_tuner();
     test_threads();
     test_fork();

@@ -216,3 +216,4 @@ def test_status_codes_match_header():
     assert codes, "no codes parsed from react.h"
     for name, val in codes.items():
         assert getattr(_lib, name) == val, name
+    assert _lib.CALL_FIELDS == int(re.search(r"#define REACT_CALL_FIELDS (\d+)", hdr).group(1))

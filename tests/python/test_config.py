@@ -1,10 +1,18 @@
 """Settings: configure() refuses what it does not know and the environment
 ignores it with a warning; bad values are errors naming the variable."""
 
+import json
+
 import pytest
 
 import react_torch
-from react_torch import config
+from react_torch import _lib, config
+
+
+def problems(cfg, size):
+    """What libreact finds wrong with cfg set alike on every rank of a group of size."""
+    one = json.dumps(cfg.values)
+    return _lib.settings_agree(("[" + ",".join([one] * size) + "]").encode(), size)
 
 
 def test_env_parses_known_variables():
@@ -49,8 +57,8 @@ def test_settings_come_from_libreact():
     assert cfg.tuner_json() == {}
     for name, s in config.settings().items():
         assert getattr(cfg, name) == listed[name]["default"] and isinstance(s["default"], s["type"]) and s["help"], name
-        assert config.validate(config.replace(cfg, **{name: s["default"]}), 4) == [], name
-    assert set(config.shared(cfg)) == {"tune", "hosts", "algo_allreduce", "algo_allgather", "algo_reducescatter", "algo_broadcast",
+        assert problems(config.replace(cfg, **{name: s["default"]}), 4) == "", name
+    assert {name for name, s in config.settings().items() if s["shared"]} == {"tune", "hosts", "algo_allreduce", "algo_allgather", "algo_reducescatter", "algo_broadcast",
                                        "algo_reduce", "leader", "segment_bytes", "min_calls", "Lag", "check_calls"}
 
 
@@ -63,7 +71,7 @@ def test_variables_keep_their_names():
     assert {k: config.variable(k) for k in want} == want
     cfg = config.from_env({"REACT_KT_GROWTH": "7", "REACT_TAUR": "0.1", "REACT_EMAX": "3", "REACT_MODEL": "paper"})
     assert cfg.tuner_json() == {"KtGrowth": 7, "TauR": 0.1, "EMax": 3, "Model": "paper"}
-    assert config.validate(cfg, 4) == []
+    assert problems(cfg, 4) == ""
 
 
 def test_configure_sets_tuner_settings():
@@ -111,14 +119,14 @@ def test_unknown_env_variable_warns_once(caplog):
     ({"tune": False, "Lag": 0}, 4, []),  # the tuner's settings do not matter untuned
     ({}, 4, []),
 ])
-def test_validate_names_the_variable(kw, size, words):
-    bad = config.validate(config.replace(config.Config(), **kw), size)
+def test_problems_name_the_variable(kw, size, words):
+    bad = problems(config.replace(config.Config(), **kw), size)
     if not words:
-        assert bad == []
+        assert bad == ""
         return
-    assert len(bad) == 1, bad
+    assert bad.startswith(f"invalid settings for a react group of {size} ranks: every rank: ") and bad.count("every rank") == 1, bad
     for w in words:
-        assert w in bad[0], (w, bad)
+        assert w in bad, (w, bad)
 
 
 def test_call_check_follows_torch_debug():
