@@ -91,6 +91,9 @@ type controlConfig struct {
 	MinCalls int  `json:"min_calls"`
 	Tuned    bool `json:"tuned"`
 	Leader   bool `json:"leader"`
+	// Hosts: a hierarchical group's ranks per host (its patterns run
+	// over hosts, and its reports name them)
+	Hosts [][]int `json:"hosts"`
 }
 
 //export react_go_control_create
@@ -120,7 +123,7 @@ func react_go_control_create(config *C.char, h *C.uint64_t) (st C.int) {
 		if runtime.GOMAXPROCS(0) < 2 {
 			runtime.GOMAXPROCS(2)
 		}
-		ch.l = leader.New(log)
+		ch.l = leader.New(log, cc.Hosts)
 		ch.jobs = make(chan job, 64)
 		ch.done = make(chan struct{})
 		ch.changed = make(chan struct{})

@@ -7,7 +7,6 @@ import (
 	"image/color"
 	"io"
 	"os"
-	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -85,77 +84,13 @@ func runReport(e *env, args []string) int {
 	return exitOK
 }
 
+// writeReportText writes the report as text, after a line that names the
+// collective.
 func writeReportText(w io.Writer, r *tuner.Report) error {
 	fmt.Fprintf(w, "%s %s, %d ranks, %.0f bytes, tuner %s: epoch %d, pattern version %d\n", r.Op, r.Algo, r.Ranks, r.Bytes, r.Model, r.Epoch, r.Version)
-	if t := r.Time; t != nil {
-		fmt.Fprintf(w, "collective time, batch %d (%d epochs): mean %s, p95 %s\n", t.Batch, t.Epochs, millis(t.Mean), millis(t.P95))
-	}
-	if r.Model == tuner.ModelReact {
-		fmt.Fprintf(w, "link model: one flow varies %.2f (log) from epoch to epoch; the links miss the flows' means by %.2f\n", r.Noise, r.RMS)
-		if r.Misfit {
-			fmt.Fprintln(w, "  (more than a network of links explains: a busy CPU slows flows too, so a load below may be a host's, not a link's)")
-		}
-		for i, h := range r.SlowHosts {
-			if i == 0 {
-				fmt.Fprintln(w, "slow hosts (slow themselves, both ways alike, rather than their links congested):")
-			}
-			busy := ""
-			if h.Kind == "busy" {
-				busy = fmt.Sprintf(", busy: its sends and receives share it with %.1f competing flows", h.Busy)
-			}
-			fmt.Fprintf(w, "  rank %-4d %s x%.2f ± %.2f: sends x%.2f, receives x%.2f%s\n", h.Rank, h.Kind, h.Factor, h.SE, h.Send, h.Receive, busy)
-		}
-		if len(r.Links) == 0 {
-			fmt.Fprintln(w, "no link carries competing flows")
-		}
-		for i, l := range r.Links {
-			if i == 0 {
-				fmt.Fprintln(w, "links with competing flows or below the line rate, most first:")
-			}
-			what := "not significant"
-			switch {
-			case l.Host:
-				what = fmt.Sprintf("read as rank %d slow itself", l.Rank)
-			case l.Significant:
-				what = "congested"
-			}
-			fmt.Fprintf(w, "  %-20s %s  %s", l.LinkRef.String(), loadText(l), what)
-			if len(l.AmbiguousWith) > 0 {
-				names := make([]string, len(l.AmbiguousWith))
-				for k, o := range l.AmbiguousWith {
-					names[k] = o.String()
-				}
-				fmt.Fprintf(w, "; or %s: the flows seen cannot tell them apart", strings.Join(names, ", "))
-			}
-			fmt.Fprintln(w)
-		}
-		for i, p := range r.Pairs {
-			if i == 0 {
-				fmt.Fprintln(w, "pairs that stand out (their flows' time over what the links explain):")
-			}
-			fmt.Fprintf(w, "  %d -> %d  x%.2f ± %.2f\n", p.Src, p.Dst, p.Factor, p.SE)
-		}
-	}
-	if len(r.Changes) == 0 {
-		fmt.Fprintln(w, "no changes")
-	}
-	for i, c := range r.Changes {
-		if i == 0 {
-			fmt.Fprintln(w, "changes:")
-		}
-		fmt.Fprintf(w, "  epoch %d (batch %d): version %d -> %d from epoch %d by %s", c.Epoch, c.Batch, c.From, c.To, c.Effective, strings.Join(c.Swaps, ", "))
-		if c.Predicted > 0 {
-			fmt.Fprintf(w, "; predicted %.2fx", c.Predicted)
-		}
-		if c.Measured > 0 {
-			fmt.Fprintf(w, ", measured %.2fx", c.Measured)
-		}
-		fmt.Fprintf(w, "; %s\n", c.Verdict)
-	}
+	r.WriteText(w, nil)
 	return nil
 }
-
-func millis(s float64) string { return fmt.Sprintf("%.3f ms", s*1e3) }
 
 // writeReportPlot draws two panels: the collective time epoch by epoch
 // (and the static pattern's, when given) with every version's first epoch
@@ -271,18 +206,4 @@ func savePNG(path string, img *vgimg.Canvas) error {
 		return fmt.Errorf("%s: %w", path, err)
 	}
 	return f.Close()
-}
-
-// loadText says what the link model sees on a link: its competing flows,
-// its rate where it reads slower than the line rate, or both.
-func loadText(l tuner.LinkLoad) string {
-	count := fmt.Sprintf("%7.2f ± %.2f competing flows", l.Competing, l.SE)
-	if l.Slow < 0.01 {
-		return count
-	}
-	rate := fmt.Sprintf("at %.1f%% ± %.1f of the line rate", 100/(1+l.Slow), 100*l.SlowSE/((1+l.Slow)*(1+l.Slow)))
-	if l.Competing < 0.01 {
-		return rate
-	}
-	return rate + ", " + strings.TrimSpace(count)
 }

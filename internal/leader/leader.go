@@ -12,12 +12,14 @@ package leader
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/react-torch/react-torch/internal/driver"
@@ -51,6 +53,7 @@ type Decision struct {
 type Leader struct {
 	mu    sync.Mutex
 	log   *zap.Logger
+	hosts [][]int // a hierarchical group's ranks per host: its patterns run over hosts
 	keys  map[int]*key
 	order []int // keys in the order they were added
 	made  []Decision
@@ -75,12 +78,14 @@ type run struct {
 	entries int // epochs with every rank's entry
 }
 
-// New makes a leader that logs to log (nil: nowhere).
-func New(log *zap.Logger) *Leader {
+// New makes a leader that logs to log (nil: nowhere). hosts: where the
+// group's patterns run over hosts, each host's ranks (its reports name
+// hosts); nil where they run over ranks.
+func New(log *zap.Logger, hosts [][]int) *Leader {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	return &Leader{log: log, keys: map[int]*key{}}
+	return &Leader{log: log, hosts: hosts, keys: map[int]*key{}}
 }
 
 // AddKey adds key id, whose epochs ran version of p so far.
@@ -325,38 +330,72 @@ func (l *Leader) Reset(id int) error {
 	return nil
 }
 
-// Report is every tuned key's report (tuner.Report), as one JSON object:
-// {"exchange": x, "keys": [{"key": its name, "base": the group's version
-// of the tuner's version 0, "report": ...}]}.
+// Report is every tuned key's report (tuner.Report, its versions the
+// group's), as one JSON object: {"exchange": x, "keys": [{"key": its name,
+// "report": ..., "text": the report as an operator reads it}]}.
 func (l *Leader) Report(exchange int) ([]byte, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	b := []byte(`{"exchange":`)
-	b = strconv.AppendInt(b, int64(exchange), 10)
-	b = append(b, `,"keys":[`...)
-	n := 0
+	type keyReport struct {
+		Key    json.RawMessage `json:"key"`
+		Report *tuner.Report   `json:"report"`
+		Text   string          `json:"text"`
+	}
+	out := struct {
+		Exchange int         `json:"exchange"`
+		Keys     []keyReport `json:"keys"`
+	}{Exchange: exchange, Keys: []keyReport{}}
 	for _, id := range l.order {
 		k := l.keys[id]
 		if k.drv == nil {
 			continue
 		}
-		rep, err := k.drv.Report()
+		raw, err := k.drv.Report()
 		if err != nil {
 			return nil, fmt.Errorf("leader: key %s: %w", k.Label, err)
 		}
-		if n > 0 {
-			b = append(b, ',')
+		var r tuner.Report
+		if err := json.Unmarshal(raw, &r); err != nil {
+			return nil, fmt.Errorf("leader: key %s: report: %w", k.Label, err)
 		}
-		n++
-		b = append(b, `{"key":`...)
-		b = append(b, k.Name...)
-		b = append(b, `,"base":`...)
-		b = strconv.AppendInt(b, int64(k.base), 10)
-		b = append(b, `,"report":`...)
-		b = append(b, rep...)
-		b = append(b, '}')
+		r.Version += k.base
+		for i := range r.Changes {
+			r.Changes[i].From += k.base
+			r.Changes[i].To += k.base
+		}
+		var text strings.Builder
+		fmt.Fprintf(&text, "%s: pattern version %d at epoch %d (tuner %s)\n", k.Label, r.Version, r.Epoch, r.Model)
+		r.WriteText(&text, l.node())
+		out.Keys = append(out.Keys, keyReport{Key: k.Name, Report: &r, Text: strings.TrimSuffix(text.String(), "\n")})
 	}
-	return append(b, "]}"...), nil
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false) // swaps read "3<->2"
+	if err := enc.Encode(out); err != nil {
+		return nil, fmt.Errorf("leader: report: %w", err)
+	}
+	return bytes.TrimSpace(b.Bytes()), nil
+}
+
+// node names a rank of the patterns in reports: a host and its ranks
+// where the patterns run over hosts, else nil (the rank).
+func (l *Leader) node() func(int) string {
+	if l.hosts == nil {
+		return nil
+	}
+	return func(h int) string {
+		if h < 0 || h >= len(l.hosts) {
+			return fmt.Sprintf("host %d", h)
+		}
+		rs := make([]string, len(l.hosts[h]))
+		for i, r := range l.hosts[h] {
+			rs[i] = strconv.Itoa(r)
+		}
+		if len(rs) == 1 {
+			return fmt.Sprintf("host %d (rank %s)", h, rs[0])
+		}
+		return fmt.Sprintf("host %d (ranks %s)", h, strings.Join(rs, ", "))
+	}
 }
 
 // Close ends every tuner and closes the logs.

@@ -17,7 +17,8 @@ package leader
 //	    sends the queued records as one exchange; prints each decision.
 //	reset id=0
 //	report x=3
-//	    prints each key the report names, its base and version in force.
+//	    prints each key the report names, its version in force (the
+//	    group's) and the first line of its text.
 //	log id=0
 //	    prints the key's FCT log as epochs: version, flows, elapsed, entry.
 //	raw layout=1,0,1,5,0 values=3
@@ -60,7 +61,7 @@ type script struct {
 
 func TestDataDriven(t *testing.T) {
 	datadriven.Walk(t, "testdata", func(t *testing.T, path string) {
-		s := &script{l: New(nil), patterns: map[int]map[int]*ten.Pattern{}, current: map[int]int{}, logs: map[int]*memLog{}}
+		s := &script{l: New(nil, nil), patterns: map[int]map[int]*ten.Pattern{}, current: map[int]int{}, logs: map[int]*memLog{}}
 		datadriven.RunTest(t, path, func(t *testing.T, d *datadriven.TestData) string {
 			out, err := s.exec(d)
 			if err != nil {
@@ -163,8 +164,8 @@ func (s *script) exec(d *datadriven.TestData) (string, error) {
 			Exchange int
 			Keys     []struct {
 				Key    []any
-				Base   int
 				Report struct{ Version int }
+				Text   string
 			}
 		}
 		if err := json.Unmarshal(b, &r); err != nil {
@@ -172,7 +173,8 @@ func (s *script) exec(d *datadriven.TestData) (string, error) {
 		}
 		out := fmt.Sprintf("exchange %d\n", r.Exchange)
 		for _, k := range r.Keys {
-			out += fmt.Sprintf("key %v base %d version %d\n", k.Key, k.Base, k.Report.Version)
+			first, _, _ := strings.Cut(k.Text, "\n")
+			out += fmt.Sprintf("key %v version %d\n%s\n", k.Key, k.Report.Version, first)
 		}
 		return out, nil
 	case "log":
@@ -206,4 +208,24 @@ func (s *script) decisions() (string, error) {
 		return "no decision\n", nil
 	}
 	return b.String(), nil
+}
+
+func TestReportsNameHosts(t *testing.T) {
+	for _, tc := range []struct {
+		hosts [][]int
+		want  []string
+	}{
+		{nil, nil},
+		{[][]int{{0, 1}, {2}}, []string{"host 0 (ranks 0, 1)", "host 1 (rank 2)"}},
+	} {
+		node := New(nil, tc.hosts).node()
+		if (node == nil) != (tc.want == nil) {
+			t.Fatalf("hosts %v: node given %v", tc.hosts, node != nil)
+		}
+		for h, w := range tc.want {
+			if got := node(h); got != w {
+				t.Errorf("hosts %v: node(%d) = %q, want %q", tc.hosts, h, got, w)
+			}
+		}
+	}
 }

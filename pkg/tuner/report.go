@@ -55,12 +55,17 @@ type LinkRef struct {
 }
 
 // String names the link as the reports write it: "rank 3's downlink".
-func (l LinkRef) String() string {
+func (l LinkRef) String() string { return l.named(rankName) }
+
+// named names the link with its rank named by node.
+func (l LinkRef) named(node func(int) string) string {
 	if l.Dir == "down" {
-		return fmt.Sprintf("rank %d's downlink", l.Rank)
+		return node(l.Rank) + "'s downlink"
 	}
-	return fmt.Sprintf("rank %d's uplink", l.Rank)
+	return node(l.Rank) + "'s uplink"
 }
+
+func rankName(rank int) string { return fmt.Sprintf("rank %d", rank) }
 
 // LinkLoad is a link the fit gives competing flows, with the count's
 // standard error, whether it is significant (links.Significant: what the

@@ -81,7 +81,8 @@ class ReactBackend(Collectives, Delegated, route.BASE):
         tuned = size > 1 and self.cfg.tune and not (self._hier is not None and len(self.layout.hosts) == 1)
         # a flat group on one host: its flows cross no fabric
         one_host = self._hier is None and self.layout is not None and len(self.layout.hosts) == 1
-        self._control = Control(self.cfg, self._ctrl_pg, rank, size, self._decode, tuned, one_host)
+        self._control = Control(self.cfg, self._ctrl_pg, rank, size, self._decode, tuned, one_host,
+                                [list(rs) for rs in self.layout.hosts] if self._hier is not None else None)
         _live.add(self)
         _held.add(self)
 
@@ -172,7 +173,7 @@ class ReactBackend(Collectives, Delegated, route.BASE):
         d = self._control.report()
         if d is None:
             return None
-        return Report(d, [list(rs) for rs in self.layout.hosts] if self._hier is not None else None)
+        return Report(d)
 
     def control_stats(self) -> dict:
         """The control plane's counters: exchanges answered, operations on

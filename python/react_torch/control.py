@@ -58,13 +58,16 @@ class Control:
     counted, nothing is exchanged and no thread runs."""
 
     def __init__(self, cfg: Config, group: Optional[dist.ProcessGroup], rank: int, size: int,
-                 decode: Callable[[bytes], Pattern], tuned: bool, one_host: bool = False):
-        """one_host: every rank of the group's patterns is on one host."""
+                 decode: Callable[[bytes], Pattern], tuned: bool, one_host: bool = False,
+                 hosts: Optional[List[List[int]]] = None):
+        """one_host: every rank of the group's patterns is on one host;
+        hosts: a hierarchical group's ranks per host (its patterns run over
+        hosts, and the reports name them)."""
         self.cfg, self.group, self.rank, self.size, self.decode = cfg, group, rank, size, decode
         self.one_host = one_host
         self.tuned, self.leader = tuned, tuned and rank == cfg.leader
         self.go = _lib.Control(json.dumps({"batch": cfg.B, "min_calls": cfg.min_calls, "tuned": tuned,
-                                           "leader": self.leader}))
+                                           "leader": self.leader, "hosts": hosts}))
         self.keys: Dict[Key, KeyState] = {}
         self.error: Optional[BaseException] = None
         self.cv = threading.Condition()
