@@ -306,7 +306,9 @@ static void test_control(void) {
     char* rep = malloc(need + 1);
     EXPECT(react_control_report(h, 0, (uint8_t*)rep, need, &got), REACT_OK, "");
     rep[got] = 0;
-    CHECK(strstr(rep, "\"exchange\":1") && strstr(rep, "\"key\":[\"t\"]") && strstr(rep, "\"base\":0"), "report: %.200s", rep);
+    CHECK(strstr(rep, "\"exchange\":1") && strstr(rep, "\"key\":[\"t\"]") && strstr(rep, "\"version\":0") &&
+              strstr(rep, ": pattern version 0 at epoch 2 (tuner react)\\n") && strstr(rep, "\\nno changes\""),
+          "report: %.200s", rep);
     EXPECT(react_control_offset(h, NAN), REACT_E_ARG, "offset");
     EXPECT(react_control_offset(h, 0.5), REACT_OK, "");
     char st[256];
