@@ -23,19 +23,13 @@ class Collectives:
             o.reduceOp = opts.reduceOp if opts is not None else dist.ReduceOp.SUM
             return self._delegated("allreduce of sparse tensors", lambda: self._gloo.allreduce(tensors, o), tensors, layouts=True)
         dev = self._admit("allreduce", tensors)
-        name = reduce_name(opts.reduceOp if opts is not None else dist.ReduceOp.SUM, "allreduce")
+        name = _redop(opts, "allreduce")
         for t in tensors:
             check_reduce(name, t.dtype, "allreduce")
 
         def fn():
             for t in tensors:
-                if self._size > 1:
-                    flat = t.view(-1) if t.is_contiguous() else t.contiguous().view(-1)
-                    self._run("allreduce", t, t.numel(), flat, name)
-                    if name == AVG:
-                        flat.div_(self._size)
-                    if flat.data_ptr() != t.data_ptr():
-                        t.copy_(flat.view_as(t))
+                self._in_place(t, "allreduce", name)
 
         return self._submit(fn, tensors, dev, "allreduce", opts)
 
@@ -51,34 +45,37 @@ class Collectives:
 
         def fn():
             for t in tensors:
-                if self._size > 1:
-                    flat = t.view(-1) if t.is_contiguous() else t.contiguous().view(-1)
-                    self._run("broadcast", t, t.numel(), flat, "sum", root)
-                    if flat.data_ptr() != t.data_ptr():
-                        t.copy_(flat.view_as(t))
+                self._in_place(t, "broadcast", "sum", root)
 
         return self._submit(fn, tensors, dev, "broadcast", opts)
 
     def reduce(self, tensors: List[torch.Tensor], opts=None):
         dev = self._admit("reduce", tensors)
         root = opts.rootRank if opts is not None else 0
-        name = reduce_name(opts.reduceOp if opts is not None else dist.ReduceOp.SUM, "reduce")
+        name = _redop(opts, "reduce")
         for t in tensors:
             check_reduce(name, t.dtype, "reduce")
 
         def fn():
             for t in tensors:
-                if self._size > 1:
-                    flat = t.view(-1) if t.is_contiguous() else t.contiguous().view(-1)
-                    # a rank other than the root keeps its input, as NCCL's does
-                    self._run("reduce", t, t.numel(), flat, name, root, keep=self._rank != root)
-                    if self._rank == root:
-                        if name == AVG:
-                            flat.div_(self._size)
-                        if flat.data_ptr() != t.data_ptr():
-                            t.copy_(flat.view_as(t))
+                # a rank other than the root keeps its input, as NCCL's does
+                self._in_place(t, "reduce", name, root, keep=self._rank != root)
 
         return self._submit(fn, tensors, dev, "reduce", opts)
+
+    def _in_place(self, t: torch.Tensor, op: str, name: str, root: int = -1, keep: bool = False) -> None:
+        """Runs op on t's elements (through a contiguous copy where t is not
+        contiguous) and leaves the result in t, unless keep."""
+        if self._size == 1:
+            return
+        flat = t.view(-1) if t.is_contiguous() else t.contiguous().view(-1)
+        self._run(op, t, t.numel(), flat, name, root, keep=keep)
+        if keep:
+            return
+        if name == AVG:
+            flat.div_(self._size)
+        if flat.data_ptr() != t.data_ptr():
+            t.copy_(flat.view_as(t))
 
     def _check_allgather(self, out: torch.Tensor, inp: torch.Tensor) -> None:
         m = inp.numel()
@@ -185,7 +182,7 @@ class Collectives:
 
     def reduce_scatter(self, output_tensors: List[torch.Tensor], input_tensors: List[List[torch.Tensor]], opts=None):
         dev = self._admit("reduce_scatter", output_tensors, input_tensors)
-        name = reduce_name(opts.reduceOp if opts is not None else dist.ReduceOp.SUM, "reduce_scatter")
+        name = _redop(opts, "reduce_scatter")
         for out, ins in zip(output_tensors, input_tensors):
             if len(ins) != self._size:
                 raise ValueError(f"react_torch: reduce_scatter needs {self._size} input tensors, got {len(ins)}")
@@ -204,7 +201,7 @@ class Collectives:
 
     def reduce_scatter_tensor_coalesced(self, outputs, inputs, opts=None):
         dev = self._admit("reduce_scatter", outputs, inputs)
-        name = reduce_name(opts.reduceOp if opts is not None else dist.ReduceOp.SUM, "reduce_scatter")
+        name = _redop(opts, "reduce_scatter")
         for o, i in zip(outputs, inputs):
             self._check_reduce_scatter(o, i, name)
 
@@ -240,3 +237,8 @@ class Collectives:
                     self._gloo.allreduce([t]).wait()
 
         return self._submit(fn, [t], t.device, "barrier", opts)
+
+
+def _redop(opts, what: str) -> str:
+    """The executor's name of the reduce op opts carry (SUM without opts)."""
+    return reduce_name(opts.reduceOp if opts is not None else dist.ReduceOp.SUM, what)
