@@ -15,6 +15,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/react-torch/react-torch/pkg/ten"
 )
 
 // Sig is a call's signature: Fields numbers its entries.
@@ -23,7 +25,7 @@ type Sig [Fields]int64
 // The entries of a Sig, in order.
 const (
 	Seq     = iota // the call's number on its group
-	Op             // index in ops
+	Op             // ten.Op, 0 for a barrier
 	Dtype          // index in dtypes, an unknown name's hash, or -1 for none
 	Numel          // elements of the call
 	Root           // broadcast's and reduce's root, else -1
@@ -38,7 +40,6 @@ const (
 const SaltBits = 20
 
 var (
-	ops     = []string{"allreduce", "allgather", "reducescatter", "broadcast", "reduce", "barrier"}
 	reduces = []string{"", "sum", "avg", "product", "min", "max", "band", "bor", "bxor"}
 	// torch's dtypes by the names torch.dtype prints without "torch.";
 	// the order is fixed: append only.
@@ -53,6 +54,8 @@ var (
 	}
 )
 
+const barrier = "barrier"
+
 // unknownDtype marks a dtype code as a hash of a name that dtypes lacks
 // (a torch newer than this table): still equal exactly when the names are.
 const unknownDtype = int64(1) << 40
@@ -60,9 +63,12 @@ const unknownDtype = int64(1) << 40
 // Sign makes the signature of a call; an op or reduce op it does not know
 // is an error (they come from react_torch's own tables).
 func Sign(seq int64, op, dtype string, numel, root int64, reduce string, epoch, version int64) (Sig, error) {
-	o := slices.Index(ops, op)
-	if o < 0 {
-		return Sig{}, fmt.Errorf("unknown op %q (want one of %s)", op, strings.Join(ops, ", "))
+	var o ten.Op // OpInvalid: a barrier
+	if op != barrier {
+		var err error
+		if o, err = ten.ParseOp(op); err != nil {
+			return Sig{}, fmt.Errorf("%w or %s", err, barrier)
+		}
 	}
 	r := slices.Index(reduces, reduce)
 	if r < 0 {
@@ -97,9 +103,9 @@ func (s Sig) Hash() (salt uint32, digest int64) {
 // String says what the call is: "allreduce (sum) of 1000 float32, call 5
 // on the group, epoch 4 of its key, pattern version 0".
 func (s Sig) String() string {
-	op := name(ops, s[Op], "op")
-	what := "barrier"
-	if op != "barrier" {
+	what := barrier
+	if s[Op] != int64(ten.OpInvalid) {
+		op := ten.Op(s[Op]).String()
 		red := ""
 		if s[Reduce] > 0 && s[Reduce] < int64(len(reduces)) {
 			red = " (" + reduces[s[Reduce]] + ")"
