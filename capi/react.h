@@ -45,7 +45,7 @@ extern "C" {
 
 /* The ABI version react_abi_version returns; bumped on any incompatible
  * change to this file. */
-#define REACT_ABI_VERSION 6
+#define REACT_ABI_VERSION 7
 
 /* ---- Status codes ---------------------------------------------------- */
 #define REACT_OK 0
@@ -178,6 +178,20 @@ int react_settings(uint8_t* buf, size_t cap, size_t* len);
  * Output by the buffer protocol; REACT_E_INVALID when every_json is not an
  * array of objects, REACT_E_ARG when it has not size of them. */
 int react_settings_agree(const char* every_json, int size, uint8_t* buf, size_t cap, size_t* len);
+
+/* The settings an environment sets (env_json: a JSON object of its
+ * variables, name to value), so that a caller parses none of them:
+ *   {"values": {"Lag": 3, ...}, "unknown": ["REACT_APP_X"],
+ *    "problems": ["REACT_LAG=\"soon\" is not a valid int for Lag"],
+ *    "init": {"log_level": REACT_LOG_*, "log_path": "", "gomaxprocs": 1}}
+ * values by the settings' names, of their types; unknown, the REACT_
+ * variables that name no setting (the prefix is not react_torch's alone);
+ * problems, one sentence a value not of its type; init, react_init's
+ * arguments, or "init_error" in its place where one of their variables is
+ * wrong. check_calls is on with TORCH_DISTRIBUTED_DEBUG=DETAIL unless
+ * REACT_CHECK_CALLS is set. Needs no react_init. Output by the buffer
+ * protocol; REACT_E_ARG when env_json is not an object of strings. */
+int react_settings_env(const char* env_json, uint8_t* buf, size_t cap, size_t* len);
 
 /* ---- Call signatures -------------------------------------------------- */
 

@@ -80,3 +80,34 @@ func plainJSON(v any) ([]byte, error) {
 	}
 	return bytes.TrimRight(b.Bytes(), "\n"), nil
 }
+
+// logLevels maps the settings' log_level (0 debug to 4 off) to REACT_LOG_*.
+var logLevels = [...]int{C.REACT_LOG_DEBUG, C.REACT_LOG_INFO, C.REACT_LOG_WARN, C.REACT_LOG_ERROR, C.REACT_LOG_OFF}
+
+//export react_go_settings_env
+func react_go_settings_env(envJSON *C.char, buf *C.uint8_t, cap C.size_t, n *C.size_t) (st C.int) {
+	defer guard(&st)
+	if envJSON == nil || n == nil {
+		return fail(C.REACT_E_ARG, "react_settings_env: env_json and len must not be NULL")
+	}
+	var env map[string]string
+	if err := json.Unmarshal([]byte(C.GoString(envJSON)), &env); err != nil {
+		return fail(C.REACT_E_ARG, "react_settings_env: env_json is not a JSON object of strings: %v", err)
+	}
+	e := settings.FromEnv(env)
+	res := struct {
+		settings.Env
+		Init      map[string]any `json:"init,omitempty"`
+		InitError string         `json:"init_error,omitempty"`
+	}{Env: e}
+	if level, path, procs, err := e.Init(); err != nil {
+		res.InitError = err.Error()
+	} else {
+		res.Init = map[string]any{"log_level": logLevels[level], "log_path": path, "gomaxprocs": procs}
+	}
+	enc, err := plainJSON(res)
+	if err != nil {
+		return fail(C.REACT_E_PANIC, "react_settings_env: %v", err)
+	}
+	return out(enc, buf, cap, n)
+}

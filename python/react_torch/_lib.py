@@ -11,13 +11,13 @@ import ctypes
 import json
 import os
 import threading
-from typing import Callable, Dict, Optional, Sequence, Tuple
+from typing import Dict, Optional, Sequence, Tuple
 
 # Status codes of capi/react.h; tests/python checks them against the header.
 OK, NONE = 0, 1
 E_ARG, E_INVALID, E_SHORT, E_SEMANTICS, E_HANDLE, E_STATE = -1, -2, -3, -4, -5, -6
 E_FORK, E_PANIC, E_LIMIT = -11, -12, -13
-ABI_VERSION = 6
+ABI_VERSION = 7
 
 _lock = threading.Lock()
 _lib: Optional[ctypes.CDLL] = None
@@ -67,6 +67,7 @@ def _declare(lib: ctypes.CDLL) -> None:
         "react_pattern_plan": ([u8p, c.c_size_t, c.c_int, c.c_int64, c.c_int, c.c_int64, u8p, c.c_size_t, sizep], c.c_int),
         "react_settings": ([u8p, c.c_size_t, sizep], c.c_int),
         "react_settings_agree": ([c.c_char_p, c.c_int, u8p, c.c_size_t, sizep], c.c_int),
+        "react_settings_env": ([c.c_char_p, u8p, c.c_size_t, sizep], c.c_int),
         "react_call_sign": ([c.c_int64, c.c_char_p, c.c_char_p, c.c_int64, c.c_int64, c.c_char_p, c.c_int64, c.c_int64,
                              c.POINTER(c.c_int64), c.POINTER(c.c_uint32), c.POINTER(c.c_int64)], c.c_int),
         "react_call_sentence": ([c.POINTER(c.c_int64), c.POINTER(c.c_int), c.c_int, c.c_int, u8p, c.c_size_t, sizep], c.c_int),
@@ -92,17 +93,6 @@ def _declare(lib: ctypes.CDLL) -> None:
         fn.argtypes, fn.restype = args, res
 
 
-# What react_init is given: libreact's log level, its log file ("" for
-# stderr) and GOMAXPROCS. config.py installs the function that reads them
-# from react_torch's own REACT_* variables (the package imports it first),
-# so that this module imports nothing of the package.
-def _default_init_args() -> Tuple[int, str, int]:
-    return 1, "", 1
-
-
-init_args: Callable[[], Tuple[int, str, int]] = _default_init_args
-
-
 def lib() -> ctypes.CDLL:
     global _lib, _pid, _settings
     if _forked or (_pid is not None and _pid != os.getpid()):
@@ -123,8 +113,11 @@ def lib() -> ctypes.CDLL:
                 raise ReactError(E_ARG, f"react_torch: {path} has ABI {handle.react_abi_version()}, want {ABI_VERSION}; rebuild it (make lib)")
             if _settings is None:  # before react_init, which takes three of them
                 _settings = json.loads(_sized(handle.react_settings, "settings", handle=handle))
-            level, log_path, procs = init_args()
-            rc = handle.react_init(level, log_path.encode() or None, procs)
+            env = settings_env(os.environ, handle)
+            if "init_error" in env:
+                raise ReactError(E_ARG, "react_torch: " + env["init_error"])
+            init = env["init"]
+            rc = handle.react_init(init["log_level"], init["log_path"].encode() or None, init["gomaxprocs"])
             if rc < 0:
                 raise ReactError(rc, "react_torch: react_init failed: " + _last_error(handle))
             _lib, _pid = handle, os.getpid()
@@ -191,6 +184,15 @@ def settings() -> list:
     if _settings is None:
         lib()
     return _settings
+
+
+def settings_env(env: Dict[str, str], handle: Optional[ctypes.CDLL] = None) -> dict:
+    """What the environment env sets (react_settings_env): {"values",
+    "unknown", "problems", "init" or "init_error"}. handle: the library
+    while it loads."""
+    lb = handle or lib()
+    data = json.dumps({k: v for k, v in env.items() if k.startswith("REACT_") or k == "TORCH_DISTRIBUTED_DEBUG"}).encode()
+    return json.loads(_sized(lambda b, c, n: lb.react_settings_env(data, b, c, n), "settings env", 1024, handle))
 
 
 def settings_agree(every_json: bytes, size: int) -> str:

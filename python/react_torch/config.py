@@ -2,9 +2,11 @@
 
 Every setting, react_torch's own and the tuner's, and the rules their values
 meet are Go's (internal/settings): names, variables, types, defaults and
-help come from libreact (react_settings), problems and disagreements between
-ranks from react_settings_agree (agree.settings); none is copied here. A Config holds the values set; the others read as
-libreact's defaults, and only the tuner's that were set reach the tuner.
+help come from libreact (react_settings), the values the environment sets
+from react_settings_env, problems and disagreements between ranks from
+react_settings_agree (agree.settings); none is copied here. A Config holds
+the values set; the others read as libreact's defaults, and only the
+tuner's that were set reach the tuner.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Dict, Optional
 
 from . import _lib
 
@@ -60,20 +62,6 @@ class Config:
         return getattr(self, "algo_" + op)
 
 
-def _parse(name: str, var: str, typ: type, raw: str) -> Any:
-    try:
-        if typ is bool:
-            low = raw.strip().lower()
-            if low in ("1", "true", "yes", "on"):
-                return True
-            if low in ("0", "false", "no", "off"):
-                return False
-            raise ValueError(raw)
-        return typ(raw)
-    except ValueError:
-        raise ValueError(f"react_torch: {var}={raw!r} is not a valid {typ.__name__} for {name}") from None
-
-
 # The tests' congestion hook: every message into this rank (on hosts, into
 # its host) arrives TEST_HOLD_S late, as if its downlink were congested, on
 # tuned groups. Not a setting: not in the table, not in configure().
@@ -104,25 +92,20 @@ _warned: set = set()
 
 
 def from_env(env: Optional[Dict[str, str]] = None) -> Config:
-    """Builds a Config from REACT_* variables. A REACT_ variable it does not
-    know is ignored with a warning (once per name): the prefix is not ours
-    alone, and a training job must not die of another program's setting.
-    A known variable with a value of the wrong type is an error."""
-    env = os.environ if env is None else env
-    by_var = {s["var"]: (name, s["type"]) for name, s in settings().items()}
-    # like torch's own collective checks: on when the user asks torch for them
-    cfg = Config({"check_calls": env.get("TORCH_DISTRIBUTED_DEBUG", "").upper() == "DETAIL"})
-    # REACT_HOST_ID is one rank's, not a group setting (hosts.py reads it);
-    # TEST_SLOW_RANK is the tests' hook, not a setting (test_slow_rank)
-    unknown = sorted(k for k in env if k.startswith("REACT_") and k not in by_var and k not in _warned
-                     and k not in ("REACT_LIBRARY", "REACT_HOST_ID", TEST_SLOW_RANK))
+    """Builds a Config from REACT_* variables (libreact parses them). A
+    REACT_ variable that is no setting is ignored with a warning (once per
+    name): the prefix is not ours alone, and a training job must not die of
+    another program's setting. A known variable with a value of the wrong
+    type is an error."""
+    got = _lib.settings_env(os.environ if env is None else env)
+    if got["problems"]:
+        raise ValueError("react_torch: " + "; ".join(got["problems"]))
+    unknown = [k for k in got["unknown"] if k not in _warned]
     if unknown:
         _warned.update(unknown)
         log.warning("react_torch: ignoring unknown environment variable(s) %s: not react_torch settings (README lists those)", ", ".join(unknown))
-    for var, (name, typ) in by_var.items():
-        if var in env:
-            cfg.values[name] = _parse(name, var, typ, env[var])
-    return cfg
+    every = settings()
+    return Config({k: every[k]["type"](v) for k, v in got["values"].items()})
 
 
 def replace(cfg: Config, **kw: Any) -> Config:
@@ -134,10 +117,6 @@ def replace(cfg: Config, **kw: Any) -> Config:
     return Config({**cfg.values, **kw})
 
 
-# REACT_LOG_LEVEL -> capi/react.h's REACT_LOG_* (Go's levels start at -1).
-LOG_LEVELS = {0: -1, 1: 0, 2: 1, 3: 2, 4: 6}
-
-
 def table() -> str:
     """The README's table of environment variables."""
     rows = ["| variable | default | meaning |", "| --- | --- | --- |"]
@@ -145,18 +124,3 @@ def table() -> str:
         shown = int(s["default"]) if isinstance(s["default"], bool) else s["default"]
         rows.append(f"| `{s['var']}` | {f'`{shown}`' if shown != '' else '(none)'} | {s['help']} |")
     return "\n".join(rows)
-
-
-def _lib_init_args() -> Tuple[int, str, int]:
-    """libreact's log level, log file and GOMAXPROCS from their variables
-    alone (a bad tuner variable is reported where the group is made)."""
-    every, got = settings(), {}
-    for name in ("log_level", "log_path", "gomaxprocs"):
-        s = every[name]
-        got[name] = _parse(name, s["var"], s["type"], os.environ[s["var"]]) if s["var"] in os.environ else s["default"]
-    if got["log_level"] not in LOG_LEVELS:
-        raise _lib.ReactError(_lib.E_ARG, f"react_torch: REACT_LOG_LEVEL={got['log_level']}: want 0 (debug), 1 (info), 2 (warn), 3 (error) or 4 (off)")
-    return LOG_LEVELS[got["log_level"]], got["log_path"], got["gomaxprocs"]
-
-
-_lib.init_args = _lib_init_args

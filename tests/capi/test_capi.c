@@ -389,6 +389,17 @@ static void test_settings(void) {
     CHECK(strstr(out, "REACT_ALGO_ALLREDUCE is \"tree\" on rank 0, \"ring\" on rank 1") != NULL, "agree: %s", out);
     EXPECT(react_settings_agree("[{}, 1]", 2, (uint8_t*)out, sizeof out, &got), REACT_E_INVALID, "not a JSON array of objects");
     EXPECT(react_settings_agree("[{}]", 2, (uint8_t*)out, sizeof out, &got), REACT_E_ARG, "1 ranks' settings for a group of 2");
+
+    EXPECT(react_settings_env("{\"REACT_LAG\": \"3\", \"REACT_TUNE\": \"off\", \"REACT_APP_X\": \"1\", \"REACT_LOG_LEVEL\": \"0\", \"HOME\": \"/\"}",
+                              (uint8_t*)out, sizeof out - 1, &got), REACT_OK, "");
+    out[got] = 0;
+    CHECK(strstr(out, "\"Lag\":3") != NULL && strstr(out, "\"tune\":false") != NULL && strstr(out, "\"unknown\":[\"REACT_APP_X\"]") != NULL &&
+              strstr(out, "\"log_level\":-1") != NULL && strstr(out, "HOME") == NULL, "env: %s", out);
+    EXPECT(react_settings_env("{\"REACT_LAG\": \"soon\", \"REACT_GOMAXPROCS\": \"-1\"}", (uint8_t*)out, sizeof out - 1, &got), REACT_OK, "");
+    out[got] = 0;
+    CHECK(strstr(out, "REACT_LAG=\\\"soon\\\" is not a valid int for Lag") != NULL && strstr(out, "\"init_error\":\"REACT_GOMAXPROCS=-1") != NULL, "env problems: %s", out);
+    EXPECT(react_settings_env("{\"REACT_LAG\": 3}", (uint8_t*)out, sizeof out, &got), REACT_E_ARG, "not a JSON object of strings");
+    EXPECT(react_settings_env(NULL, (uint8_t*)out, sizeof out, &got), REACT_E_ARG, "must not be NULL");
 }
 
 static void test_calls(void) {

@@ -2,6 +2,9 @@
 ignores it with a warning; bad values are errors naming the variable."""
 
 import json
+import os
+import subprocess
+import sys
 
 import pytest
 
@@ -22,8 +25,8 @@ def test_env_parses_known_variables():
 
 
 @pytest.mark.parametrize("env,words", [
-    ({"REACT_LAG": "soon"}, ["REACT_LAG", "'soon'", "int"]),
-    ({"REACT_TAUR": "high"}, ["REACT_TAUR", "'high'", "float", "TauR"]),
+    ({"REACT_LAG": "soon"}, ["REACT_LAG", '"soon"', "int"]),
+    ({"REACT_TAUR": "high"}, ["REACT_TAUR", '"high"', "float", "TauR"]),
     ({"REACT_TUNE": "maybe"}, ["REACT_TUNE", "bool"]),
 ])
 def test_env_errors_name_the_variable(env, words):
@@ -154,3 +157,23 @@ def test_slow_rank_hook_is_not_a_setting(caplog):
     for bad in ("4", "-2", "x"):
         with pytest.raises(ValueError, match=f"REACT_TEST_SLOW_RANK='{bad}': want -1 \\(off\\) or a rank, 0 to 3"):
             config.test_slow_rank(4, {"REACT_TEST_SLOW_RANK": bad})
+
+
+def _load_lib(env: dict) -> subprocess.CompletedProcess:
+    code = "from react_torch import _lib\ntry:\n    _lib.lib()\nexcept _lib.ReactError as e:\n    print(e)\n"
+    return subprocess.run([sys.executable, "-c", code], env={**os.environ, **env}, capture_output=True, text=True, timeout=120)
+
+
+def test_libreact_starts_from_its_variables(tmp_path):
+    """libreact reads its log level, file and threads from the environment
+    as it loads (react_settings_env), and a bad one stops it with the
+    variable named."""
+    path = tmp_path / "react.log"
+    out = _load_lib({"REACT_LOG_LEVEL": "0", "REACT_LOG_PATH": str(path), "REACT_GOMAXPROCS": "2"})
+    assert out.returncode == 0 and out.stdout == "", out.stderr
+    line = json.loads(path.read_text().splitlines()[0])
+    assert (line["msg"], line["gomaxprocs"]) == ("libreact initialised", 2)
+    for env, words in [({"REACT_LOG_LEVEL": "loud"}, 'REACT_LOG_LEVEL="loud" is not a valid int'),
+                       ({"REACT_GOMAXPROCS": "-1"}, "REACT_GOMAXPROCS=-1: want >= 0")]:
+        out = _load_lib(env)
+        assert words in out.stdout, (out.stdout, out.stderr)
