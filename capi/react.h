@@ -193,6 +193,19 @@ int react_settings_agree(const char* every_json, int size, uint8_t* buf, size_t 
  * protocol; REACT_E_ARG when env_json is not an object of strings. */
 int react_settings_env(const char* env_json, uint8_t* buf, size_t cap, size_t* len);
 
+/* A group's ranks by host, from the identity each rank found for its host
+ * (ids_json: a JSON array of strings in rank order), under hosts mode mode
+ * (REACT_HOSTS: auto, flat or hier):
+ *   {"hosts": [[0, 1], [2, 3]], "host_of": [0, 0, 1, 1],
+ *    "local_of": [0, 1, 0, 1], "rails": 2, "hier": true,
+ *    "text": "2 host(s) x 2 rank(s)"}
+ * hosts ordered by their lowest rank, each host's ranks in rank order;
+ * rails, the fewest ranks a host; hier, whether the group runs its
+ * patterns over hosts (auto: where it spans several hosts and one runs
+ * several of its ranks). Output by the buffer protocol; REACT_E_ARG for
+ * no ids or an unknown mode. */
+int react_hosts_layout(const char* ids_json, const char* mode, uint8_t* buf, size_t cap, size_t* len);
+
 /* ---- Call signatures -------------------------------------------------- */
 
 /* The signature of a collective call, which every rank of a group must make

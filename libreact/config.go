@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/react-torch/react-torch/internal/layout"
 	"github.com/react-torch/react-torch/internal/settings"
 	"github.com/react-torch/react-torch/pkg/tuner"
 )
@@ -108,6 +109,27 @@ func react_go_settings_env(envJSON *C.char, buf *C.uint8_t, cap C.size_t, n *C.s
 	enc, err := plainJSON(res)
 	if err != nil {
 		return fail(C.REACT_E_PANIC, "react_settings_env: %v", err)
+	}
+	return out(enc, buf, cap, n)
+}
+
+//export react_go_hosts_layout
+func react_go_hosts_layout(idsJSON, mode *C.char, buf *C.uint8_t, cap C.size_t, n *C.size_t) (st C.int) {
+	defer guard(&st)
+	if idsJSON == nil || mode == nil || n == nil {
+		return fail(C.REACT_E_ARG, "react_hosts_layout: ids_json, mode and len must not be NULL")
+	}
+	var ids []string
+	if err := json.Unmarshal([]byte(C.GoString(idsJSON)), &ids); err != nil {
+		return fail(C.REACT_E_ARG, "react_hosts_layout: ids_json is not a JSON array of strings: %v", err)
+	}
+	l, err := layout.Of(ids, C.GoString(mode))
+	if err != nil {
+		return fail(C.REACT_E_ARG, "react_hosts_layout: %v", err)
+	}
+	enc, err := plainJSON(l)
+	if err != nil {
+		return fail(C.REACT_E_PANIC, "react_hosts_layout: %v", err)
 	}
 	return out(enc, buf, cap, n)
 }

@@ -30,6 +30,7 @@ SAME_TYPE(react_go_pattern_plan, int (*)(uint8_t*, size_t, int, int64_t, int, in
 SAME_TYPE(react_go_settings, int (*)(uint8_t*, size_t, size_t*));
 SAME_TYPE(react_go_settings_agree, int (*)(char*, int, uint8_t*, size_t, size_t*));
 SAME_TYPE(react_go_settings_env, int (*)(char*, uint8_t*, size_t, size_t*));
+SAME_TYPE(react_go_hosts_layout, int (*)(char*, char*, uint8_t*, size_t, size_t*));
 SAME_TYPE(react_go_call_sign, int (*)(int64_t, char*, char*, int64_t, int64_t, char*, int64_t, int64_t, int64_t*, uint32_t*, int64_t*));
 SAME_TYPE(react_go_call_sentence, int (*)(int64_t*, int*, int, int, uint8_t*, size_t, size_t*));
 SAME_TYPE(react_go_tuner_create, int (*)(uint8_t*, size_t, double, char*, uint64_t*));
@@ -145,6 +146,11 @@ int react_settings_agree(const char* every_json, int size, uint8_t* buf, size_t 
 int react_settings_env(const char* env_json, uint8_t* buf, size_t cap, size_t* len) {
     GUARD();
     return react_go_settings_env((char*)env_json, buf, cap, len);
+}
+
+int react_hosts_layout(const char* ids_json, const char* mode, uint8_t* buf, size_t cap, size_t* len) {
+    GUARD();
+    return react_go_hosts_layout((char*)ids_json, (char*)mode, buf, cap, len);
 }
 
 int react_call_sign(int64_t seq, const char* op, const char* dtype, int64_t numel, int64_t root, const char* reduce,

@@ -20,7 +20,7 @@ type Env struct {
 	Unknown []string `json:"unknown"`
 	// Problems: one sentence a variable whose value is not of its
 	// setting's type, naming both.
-	Problems []string `json:"problems"`
+	Problems []string          `json:"problems"`
 	bad      map[string]string // Problems by variable
 }
 

@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/react-torch/react-torch/internal/layout"
 	"github.com/react-torch/react-torch/pkg/pattern"
 	"github.com/react-torch/react-torch/pkg/ten"
 	"github.com/react-torch/react-torch/pkg/tuner"
@@ -34,9 +35,6 @@ type Setting struct {
 	// same patterns, switch epochs and tags only then.
 	Shared bool `json:"shared,omitempty"`
 }
-
-// hostsModes are the values of hosts.
-var hostsModes = []string{"auto", "flat", "hier"}
 
 // runtimeSettings is react_torch's own settings, in the order the README
 // lists them.
@@ -142,8 +140,8 @@ func Check(set map[string]json.RawMessage, size int) []string {
 		}
 	}
 	ints := func(name string) int64 { v, _ := rt[name].(int64); return v }
-	if !slices.Contains(hostsModes, rt["hosts"].(string)) {
-		bad = append(bad, fmt.Sprintf("%s: want %s", show("hosts"), strings.Join(hostsModes, ", ")))
+	if !slices.Contains(layout.Modes, rt["hosts"].(string)) {
+		bad = append(bad, fmt.Sprintf("%s: want %s", show("hosts"), strings.Join(layout.Modes, ", ")))
 	}
 	if l := ints("log_level"); l < 0 || l > 4 {
 		bad = append(bad, fmt.Sprintf("%s: want 0 (debug), 1 (info), 2 (warn), 3 (error) or 4 (off)", show("log_level")))

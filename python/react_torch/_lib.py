@@ -68,6 +68,7 @@ def _declare(lib: ctypes.CDLL) -> None:
         "react_settings": ([u8p, c.c_size_t, sizep], c.c_int),
         "react_settings_agree": ([c.c_char_p, c.c_int, u8p, c.c_size_t, sizep], c.c_int),
         "react_settings_env": ([c.c_char_p, u8p, c.c_size_t, sizep], c.c_int),
+        "react_hosts_layout": ([c.c_char_p, c.c_char_p, u8p, c.c_size_t, sizep], c.c_int),
         "react_call_sign": ([c.c_int64, c.c_char_p, c.c_char_p, c.c_int64, c.c_int64, c.c_char_p, c.c_int64, c.c_int64,
                              c.POINTER(c.c_int64), c.POINTER(c.c_uint32), c.POINTER(c.c_int64)], c.c_int),
         "react_call_sentence": ([c.POINTER(c.c_int64), c.POINTER(c.c_int), c.c_int, c.c_int, u8p, c.c_size_t, sizep], c.c_int),
@@ -193,6 +194,12 @@ def settings_env(env: Dict[str, str], handle: Optional[ctypes.CDLL] = None) -> d
     lb = handle or lib()
     data = json.dumps({k: v for k, v in env.items() if k.startswith("REACT_") or k == "TORCH_DISTRIBUTED_DEBUG"}).encode()
     return json.loads(_sized(lambda b, c, n: lb.react_settings_env(data, b, c, n), "settings env", 1024, handle))
+
+
+def hosts_layout(ids: Sequence[str], mode: str) -> dict:
+    """A group's ranks by host from each rank's host identity (react_hosts_layout)."""
+    lb, data = lib(), json.dumps(list(ids)).encode()
+    return json.loads(_sized(lambda b, c, n: lb.react_hosts_layout(data, mode.encode(), b, c, n), "hosts layout", 512))
 
 
 def settings_agree(every_json: bytes, size: int) -> str:

@@ -73,8 +73,8 @@ class ReactBackend(Collectives, Delegated, route.BASE):
         agree.settings(self.cfg, size, self._ctrl_pg)
         self._slow = test_slow_rank(size)  # the tests' congestion hook
         self._check = agree.CallCheck(self._gloo, rank, size) if size > 1 and self.cfg.check_calls else None
-        self.layout = hosts.discover(store, rank, size) if size > 1 and self.cfg.hosts != "flat" else None
-        self._hier = self._hierarchical(store) if self.layout is not None and self.layout.hierarchical(self.cfg.hosts) else None
+        self.layout = hosts.discover(store, rank, size, self.cfg.hosts) if size > 1 and self.cfg.hosts != "flat" else None
+        self._hier = self._hierarchical(store) if self.layout is not None and self.layout.hier else None
         self._ledger = agree.Ledger(store, rank, size, self._kill) if size > 1 else None
         self._others = [r for r in range(size) if r != rank]
         # one host: nothing crosses a network, nothing to tune
@@ -99,7 +99,7 @@ class ReactBackend(Collectives, Delegated, route.BASE):
         if i < lay.rails and len(lay.hosts) > 1:
             rail = hier.RailGroup(store, i, h, len(lay.hosts), self._timeout, [self.global_ranks[r] for r in lay.rail(i)])
         log.info("react_torch: group %s rank %d: hierarchical over %s; host %d, local rank %d%s", self._name, rank,
-                 lay.describe(), h, i, f", rail {i}" if rail is not None else "")
+                 lay.text, h, i, f", rail {i}" if rail is not None else "")
         return hier.Hier(lay, rank, host, rail, self._pattern_call, self._check, [r for r in lay.hosts[h] if r != rank])
 
     # ---- identity

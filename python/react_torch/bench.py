@@ -175,7 +175,7 @@ def _hosts(group) -> str:
     if b is None or b.layout is None:
         return "one rank a host (flat)" if b is not None else "not react"
     how = "hierarchical: one pattern over hosts on every rail" if b._hier is not None else "flat: one pattern over the ranks"
-    return f"{b.layout.describe()}, {how} (REACT_HOSTS, REACT_HOST_ID)"
+    return f"{b.layout.text}, {how} (REACT_HOSTS, REACT_HOST_ID)"
 
 
 HEAD = ("size", "count", "type", "redop", "root", "backend", "time", "p95", "algbw", "busbw", "#wrong")

@@ -19,6 +19,8 @@ import os
 import socket
 from typing import Dict, List, Optional
 
+from . import _lib
+
 log = logging.getLogger("react_torch")
 
 _KEY = "react/host/"
@@ -68,64 +70,44 @@ def identity(store, env: Optional[Dict[str, str]] = None) -> str:
 
 @dataclasses.dataclass(frozen=True)
 class Layout:
-    """A group's ranks by host. hosts[h] lists the group ranks on host h in
-    rank order; hosts are ordered by their lowest rank, so every rank that
-    sees the same identities builds the same layout."""
+    """A group's ranks by host and whether it runs over them (libreact's
+    react_hosts_layout): hosts[h] lists the ranks on host h in rank order,
+    hosts ordered by their lowest rank, so every rank that sees the same
+    identities builds the same layout."""
 
     hosts: List[List[int]]
+    host_of: List[int]
+    local_of: List[int]
+    rails: int
+    hier: bool
+    text: str
 
     @staticmethod
-    def of(ids: List[str]) -> "Layout":
-        by: Dict[str, List[int]] = {}
-        for r, i in enumerate(ids):
-            by.setdefault(i, []).append(r)
-        return Layout(sorted(by.values(), key=lambda rs: rs[0]))
+    def of(ids: List[str], mode: str) -> "Layout":
+        return Layout(**_lib.hosts_layout(ids, mode))
 
     def host(self, rank: int) -> int:
-        return next(h for h, rs in enumerate(self.hosts) if rank in rs)
+        return self.host_of[rank]
 
     def local(self, rank: int) -> int:
-        return self.hosts[self.host(rank)].index(rank)
-
-    @property
-    def rails(self) -> int:
-        """Rails: local rank i of every host runs the inter-host pattern on
-        its shard. A host with fewer ranks bounds them (its ranks must cover
-        every rail)."""
-        return min(len(rs) for rs in self.hosts)
+        return self.local_of[rank]
 
     def rail(self, i: int) -> List[int]:
         return [rs[i] for rs in self.hosts]
 
-    def hierarchical(self, mode: str) -> bool:
-        """Whether a group runs hierarchically under REACT_HOSTS=mode."""
-        if mode == "hier":
-            return True
-        if mode == "flat":
-            return False
-        # one host: the ranks of one machine stand for hosts (tests, benchmarks,
-        # a first try), as before hosts were found
-        return len(self.hosts) > 1 and any(len(rs) > 1 for rs in self.hosts)
 
-    def describe(self) -> str:
-        sizes = [len(rs) for rs in self.hosts]
-        if len(set(sizes)) == 1:
-            return f"{len(self.hosts)} host(s) x {sizes[0]} rank(s)"
-        return f"{len(self.hosts)} hosts of " + "+".join(map(str, sizes)) + " ranks"
-
-
-def discover(store, rank: int, size: int, env: Optional[Dict[str, str]] = None) -> Layout:
+def discover(store, rank: int, size: int, mode: str, env: Optional[Dict[str, str]] = None) -> Layout:
     """Every rank's host identity, through the store; every rank returns
     the same layout. The store's get waits for a rank that has not written
     yet (up to the store's timeout: a dead rank fails the group's creation)."""
     env = os.environ if env is None else env
     store.set(f"{_KEY}{rank}", identity(store, env))
     ids = [store.get(f"{_KEY}{r}").decode() for r in range(size)]
-    lay = Layout.of(ids)
+    lay = Layout.of(ids, mode)
     hint = env.get("LOCAL_WORLD_SIZE")
     mine = len(lay.hosts[lay.host(rank)])
     # the hint counts the world's ranks a host; a subgroup may hold fewer
     if hint and hint.isdigit() and int(hint) != mine and "REACT_HOST_ID" not in env and env.get("WORLD_SIZE") == str(size):
         log.warning("react_torch: LOCAL_WORLD_SIZE=%s but %d rank(s) of this group share rank %d's host (%s); "
-                    "going by what was found (REACT_HOST_ID names hosts explicitly)", hint, mine, rank, lay.describe())
+                    "going by what was found (REACT_HOST_ID names hosts explicitly)", hint, mine, rank, lay.text)
     return lay

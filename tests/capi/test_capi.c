@@ -400,6 +400,17 @@ static void test_settings(void) {
     CHECK(strstr(out, "REACT_LAG=\\\"soon\\\" is not a valid int for Lag") != NULL && strstr(out, "\"init_error\":\"REACT_GOMAXPROCS=-1") != NULL, "env problems: %s", out);
     EXPECT(react_settings_env("{\"REACT_LAG\": 3}", (uint8_t*)out, sizeof out, &got), REACT_E_ARG, "not a JSON object of strings");
     EXPECT(react_settings_env(NULL, (uint8_t*)out, sizeof out, &got), REACT_E_ARG, "must not be NULL");
+
+    EXPECT(react_hosts_layout("[\"b\", \"a\", \"b\", \"a\", \"a\"]", "auto", (uint8_t*)out, sizeof out - 1, &got), REACT_OK, "");
+    out[got] = 0;
+    CHECK(strstr(out, "\"hosts\":[[0,2],[1,3,4]]") != NULL && strstr(out, "\"host_of\":[0,1,0,1,1]") != NULL &&
+              strstr(out, "\"rails\":2") != NULL && strstr(out, "\"hier\":true") != NULL && strstr(out, "2 hosts of 2+3 ranks") != NULL,
+          "layout: %s", out);
+    EXPECT(react_hosts_layout("[\"h\", \"h\"]", "auto", (uint8_t*)out, sizeof out - 1, &got), REACT_OK, "");
+    out[got] = 0;
+    CHECK(strstr(out, "\"hier\":false") != NULL, "one host under auto: %s", out);
+    EXPECT(react_hosts_layout("[\"h\"]", "rails", (uint8_t*)out, sizeof out, &got), REACT_E_ARG, "hosts mode \"rails\", want auto, flat, hier");
+    EXPECT(react_hosts_layout("[]", "auto", (uint8_t*)out, sizeof out, &got), REACT_E_ARG, "no ranks");
 }
 
 static void test_calls(void) {

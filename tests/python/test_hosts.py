@@ -107,14 +107,14 @@ def test_unknown_hosts_setting_is_refused():
     (["h"] * 4, [[0, 1, 2, 3]], 4),
 ])
 def test_layout_of_identities(ids, want, rails):
-    lay = Layout.of(ids)
+    lay = Layout.of(ids, "auto")
     assert lay.hosts == want and lay.rails == rails
     assert lay.rail(0) == [rs[0] for rs in want]
     for h, rs in enumerate(want):
         for i, r in enumerate(rs):
             assert (lay.host(r), lay.local(r)) == (h, i)
-    assert lay.hierarchical("auto") == (len(want) > 1 and any(len(rs) > 1 for rs in want))
-    assert lay.hierarchical("hier") and not lay.hierarchical("flat")
+    assert lay.hier == (len(want) > 1 and any(len(rs) > 1 for rs in want))
+    assert Layout.of(ids, "hier").hier and not Layout.of(ids, "flat").hier
 
 
 def test_identity_names_the_store_address():
