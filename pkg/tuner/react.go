@@ -56,6 +56,8 @@ type reactLoop struct {
 	placeBound bool
 	// fabricWanted: 1 + the batch whose fallback last had a trial to make
 	fabricWanted int
+	// fabricMissed: a fabric trial was reverted since the last kept change
+	fabricMissed bool
 	spread       spreadRec  // fabricTrial
 	fit          *links.Fit // the newest fit, for report
 	// uncalibrated: 1 + the batch whose calibration check last failed
@@ -162,6 +164,8 @@ type snapshot struct {
 	// other beside the spread term: as the pattern in force runs longer,
 	// its times' spread fakes less, and the same model may clear it
 	best, other float64
+	// need: all the best change had to clear
+	need float64
 }
 
 func (t *Tuner) snap(f links.Fit, pr *links.Predictor) *snapshot {
@@ -288,6 +292,7 @@ func (t *reactLoop) judgePending(d *Decision, epoch int) bool {
 			// (before, they stayed excluded for the rest of the run);
 			// those a kept change moved stay excluded.
 			t.backoff *= 2
+			t.fabricMissed = true
 			for _, r := range ev.resolved {
 				delete(t.resolved, r)
 			}
@@ -307,7 +312,7 @@ func (t *reactLoop) judgePending(d *Decision, epoch int) bool {
 	d.Kept = true
 	n := len(ev.after.e) - len(t.elapsed) // the kept pattern's earlier batches
 	t.hist = times{e: slices.Clone(ev.after.e[:n]), c: slices.Clone(ev.after.c[:n])}
-	t.reverts, t.backoff, t.miss = 0, 0, nil
+	t.reverts, t.backoff, t.miss, t.fabricMissed = 0, 0, nil, false
 	if 1+gain >= 1+(ev.predicted-1)/2 {
 		t.margin /= 2
 	}
@@ -442,6 +447,7 @@ func (t *reactLoop) propose(d *Decision, epoch int, fit links.Fit, pr *links.Pre
 		if g != nil {
 			t.quiet.best, t.quiet.other = gain(now, after), other
 		}
+		t.quiet.need = need
 		return t.fabricTrial(d, epoch, pr)
 	}
 	// The gain must survive the fit's uncertainty: judged again with every
@@ -450,7 +456,7 @@ func (t *reactLoop) propose(d *Decision, epoch int, fit links.Fit, pr *links.Pre
 	if cg := gain(c.Time(t.cur, dag, t.bytes), c.Time(g, critpath.New(g), t.bytes)); cg < need {
 		d.Note = fmt.Sprintf("predicted speed-up %.3f does not survive the fit's uncertainty", 1+gain(now, after))
 		t.quiet = t.snap(fit, pr)
-		t.quiet.best, t.quiet.other = cg, other
+		t.quiet.best, t.quiet.other, t.quiet.need = cg, other, need
 		return t.fabricTrial(d, epoch, pr)
 	}
 	if err := semantics.Check(g); err != nil { // a hash collision in the position evaluator
