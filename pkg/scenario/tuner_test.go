@@ -8,14 +8,12 @@ import (
 
 // The tuner in the loop on one case of a scenario file.
 
-// A reverted change's margin must not hold back a different change once
-// the refitted model explains the miss. fig5-rd, 4 congested pairs of 4
-// flows, seed 7: the first change (predicted 1.12) ran 20% slower and was
-// reverted; the refit predicts another at 1.08, and a margin as large as
-// the first miss (0.12) held it back for the rest of the run: no gain at
-// all, where the climbing oracle finds 8%.
-func TestRevertedChangeDoesNotHoldBackTheNext(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join("..", "..", "examples", "scenarios", "fig5-rd.json"))
+// runOne runs the first job of one cell (axes, one value each) of a file
+// of examples/scenarios at seed, without the oracle, comparisons or a
+// packet-level run.
+func runOne(t *testing.T, file string, seed uint64, axes ...any) JobRun {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join("..", "..", "examples", "scenarios", file))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -23,17 +21,23 @@ func TestRevertedChangeDoesNotHoldBackTheNext(t *testing.T) {
 		m["oracle"] = map[string]any{"off": true}
 		delete(m, "compare")
 		delete(m, "packet")
-		m["sweep"] = map[string]any{"seeds": 1, "axes": []any{
-			map[string]any{"param": "pairs", "values": []any{4}},
-			map[string]any{"param": "p", "values": []any{4}},
-		}}
+		m["sweep"] = map[string]any{"seeds": 1, "axes": axes}
 	})
-	s := decode(t, src).WithSeed(7)
-	r, err := s.RunCase(Case{0, 7}, Options{})
+	r, err := decode(t, src).WithSeed(seed).RunCase(Case{0, seed}, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	j := r.Jobs[0]
+	return r.Jobs[0]
+}
+
+// A reverted change's margin must not hold back a different change once
+// the refitted model explains the miss. fig5-rd, 4 congested pairs of 4
+// flows, seed 7: the first change (predicted 1.12) ran 20% slower and was
+// reverted; the refit predicts another at 1.08, and a margin as large as
+// the first miss (0.12) held it back for the rest of the run: no gain at
+// all, where the climbing oracle finds 8%.
+func TestRevertedChangeDoesNotHoldBackTheNext(t *testing.T) {
+	j := runOne(t, "fig5-rd.json", 7, map[string]any{"param": "pairs", "values": []any{4}}, map[string]any{"param": "p", "values": []any{4}})
 	t.Logf("gain %+.1f%%, %d changes, %d kept, %d reverted", j.Improvement, j.Changes, j.Kept, j.Reverted)
 	if j.Reverted == 0 {
 		t.Fatal("no change was reverted: the case no longer shows a miss")
@@ -52,21 +56,7 @@ func TestRevertedChangeDoesNotHoldBackTheNext(t *testing.T) {
 // with the count barring the fallback REACT made no change in 100 epochs
 // where the paper's loop gained 24%.
 func TestFabricFallbackPastAFutileCount(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join("..", "..", "examples", "scenarios", "fig7b.json"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	src := edit(t, string(data), func(m map[string]any) {
-		m["oracle"] = map[string]any{"off": true}
-		delete(m, "compare")
-		m["sweep"] = map[string]any{"seeds": 1, "axes": []any{map[string]any{"param": "react_jobs", "values": []any{1}}}}
-	})
-	s := decode(t, src).WithSeed(7)
-	r, err := s.RunCase(Case{0, 7}, Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	j := r.Jobs[0]
+	j := runOne(t, "fig7b.json", 7, map[string]any{"param": "react_jobs", "values": []any{1}})
 	t.Logf("gain %+.1f%%, %d changes, %d kept, %d reverted", j.Improvement, j.Changes, j.Kept, j.Reverted)
 	if j.Kept == 0 || j.Improvement < 5 {
 		t.Errorf("%d changes kept, gain %+.1f%%: want a kept change gaining at least 5%%", j.Kept, j.Improvement)
