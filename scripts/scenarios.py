@@ -2,21 +2,25 @@
 """Every scenario file with REACT, paper-REACT and the oracle side by side.
 
 Runs `react sim` on each file of examples/scenarios (or those named) with
-at most --seeds seeds a cell (the file's own count where it is lower),
-and prints one table: per file, cell and tuned job, the gain of REACT and
-of every compared tuner over the static baseline, the better oracle's
-gain, each one's share of it, the p95 gains, and the changes per 100
-epochs (reverts included). A last table averages each file. Every tuner
-change is judged on all of it, the fabric files included.
+--seeds seeds a cell (a file of one seed, a deterministic example, runs
+once), and prints one table: per file, cell and tuned job, the gain of
+REACT and of every compared tuner over the static baseline, the better
+oracle's gain, each one's share of it, the p95 gains, and the changes per
+100 epochs (reverts included). A last table averages each file, with
+REACT's gain less each compared tuner's, run by run, and the standard
+error of that mean. Every tuner change is judged on all of it, the
+fabric files included, and on seeds it was not tuned on: without the
+oracle (most of a run's time) forty seeds a cell fit in minutes.
 
     python3 scripts/scenarios.py                 # every file, 3 seeds a cell
     python3 scripts/scenarios.py --seeds 10 fig7a.json fig8.json
-    python3 scripts/scenarios.py --seed 4 --seeds 3   # seeds 4-6 of every file
+    python3 scripts/scenarios.py --seed 4 --seeds 40 --no-oracle   # seeds 4-43, no oracle
 """
 
 import argparse
 import glob
 import json
+import math
 import os
 import subprocess
 import sys
@@ -68,10 +72,34 @@ def rows(res):
             yield row
 
 
+def paired(res):
+    """Per compared tuner, REACT's gain less its gain in every run of
+    every tuned job (the same case: a paired difference)."""
+    out = {}
+    for cell in res["cells"]:
+        for run in cell["runs"]:
+            for job in run["jobs"]:
+                if not job.get("tuned", True):
+                    continue
+                for c in job.get("compare") or []:
+                    out.setdefault(c["name"], []).append(job["improvement"] - c["improvement"])
+    return out
+
+
+def mean_se(xs):
+    """The mean and its standard error ('-' where fewer than two)."""
+    if len(xs) < 2:
+        return "-"
+    m = sum(xs) / len(xs)
+    se = math.sqrt(sum((x - m) ** 2 for x in xs) / (len(xs) - 1) / len(xs))
+    return f"{m:+.1f} ({se:.1f})"
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[1])
     ap.add_argument("files", nargs="*", help="scenario files (default: every file of examples/scenarios)")
-    ap.add_argument("--seeds", type=int, default=3, help="at most this many seeds a cell (default 3)")
+    ap.add_argument("--seeds", type=int, default=3, help="seeds a cell (default 3; a file of one seed runs once)")
+    ap.add_argument("--no-oracle", action="store_true", help="skip the oracle (react sim --no-oracle); its columns then read -")
     ap.add_argument("--seed", type=int, default=None, help="first seed (default: each file's own); --seed 4 --seeds 3 runs seeds 4-6")
     ap.add_argument("--react", default=os.path.join(ROOT, "build", "react"), help="the react command")
     ap.add_argument("--out", default=None, help="folder for each file's results.json (default: a temporary one)")
@@ -85,7 +113,7 @@ def main():
         spec = json.load(open(f))
         name = spec["name"]
         own = (spec.get("sweep") or {}).get("seeds", 1)
-        seeds = min(own, args.seeds)
+        seeds = 1 if own == 1 else args.seeds
         t0 = time.time()
         done = os.path.join(out, name, "results.json")
         took_file = os.path.join(out, name, "seconds")
@@ -97,6 +125,8 @@ def main():
                    "--format", "json", "--out", os.path.join(out, name)]
             if args.seed is not None:
                 cmd += ["--seed", str(args.seed)]
+            if args.no_oracle:
+                cmd.append("--no-oracle")
             run = subprocess.run(cmd, capture_output=True, text=True)
             if run.returncode != 0:
                 print(f"{name}: react sim failed ({run.returncode}): {run.stderr.strip()}", file=sys.stderr)
@@ -107,7 +137,7 @@ def main():
         rs = list(rows(res))
         for r in rs:
             table.append((name, r))
-        totals.append((name, seeds, own, took, rs))
+        totals.append((name, seeds, own, took, rs, paired(res)))
         print(f"{name}: {len(res['cells'])} cells x {seeds} seeds (file: {own}) in {took:.0f} s", file=sys.stderr)
     names = sorted({n for _, r in table for n in r["compare"]})
     head = ["file", "cell", "job", "REACT %", "min", "p95"]
@@ -130,16 +160,18 @@ def main():
         print("  ".join(v.rjust(w) if i > 2 else v.ljust(w) for i, (v, w) in enumerate(zip(l, widths))))
     print()
     print("per file: mean over its tuned jobs and cells")
-    head = ["file", "seeds", "s", "REACT %"] + [f"{n} %" for n in names] + ["oracle %", "share"] + [f"{n} share" for n in names] + ["changes/100"] + [f"{n} changes/100" for n in names]
+    head = ["file", "seeds", "s", "REACT %"] + [f"{n} %" for n in names] + [f"REACT - {n} (se)" for n in names]
+    head += ["oracle %", "share"] + [f"{n} share" for n in names] + ["changes/100"] + [f"{n} changes/100" for n in names]
     lines = [head]
 
     def mean(xs):
         xs = [x for x in xs if x is not None]
         return sum(xs) / len(xs) if xs else None
 
-    for name, seeds, own, took, rs in totals:
+    for name, seeds, own, took, rs, diffs in totals:
         line = [name, f"{seeds}/{own}", f"{took:.0f}", pct(mean(r["react"] for r in rs))]
         line += [pct(mean(r["compare"][n]["gain"] for r in rs if n in r["compare"])) for n in names]
+        line += [mean_se(diffs.get(n, [])) for n in names]
         line += [pct(mean(r["oracle"] for r in rs)), share(mean(r["react_share"] for r in rs))]
         line += [share(mean(r["compare"][n]["share"] for r in rs if n in r["compare"])) for n in names]
         line += [f"{mean(r['react_changes'] for r in rs) or 0:.1f}"]

@@ -31,7 +31,8 @@ func runSim(e *env, args []string) int {
 	engine := fs.String("engine", "fluid", "fluid (the max-min model) or ns3 (packet level, the harness of make ns3)")
 	harness := fs.String("ns3", "", "the ns-3 harness (default $REACT_NS3, else react-ns3 beside this binary)")
 	packetScale := fs.Bool("packet-scale", false, "fluid engine: scale the scenario by its packet block, as --engine ns3 does, to compare the engines")
-	const synopsis = "--scenario FILE [--seed S] [--seeds N] [--out DIR] [--format text|json] [--workers N] [--quiet] [--no-plots] [--engine fluid|ns3] [--ns3 PATH] [--packet-scale]"
+	noOracle := fs.Bool("no-oracle", false, "skip the oracle's search (most of a run's time): REACT and the compared tuners over the static baseline only")
+	const synopsis = "--scenario FILE [--seed S] [--seeds N] [--out DIR] [--format text|json] [--workers N] [--quiet] [--no-plots] [--no-oracle] [--engine fluid|ns3] [--ns3 PATH] [--packet-scale]"
 	if code, done := parseFlags(e, fs, args, synopsis); done {
 		return code
 	}
@@ -70,6 +71,9 @@ func runSim(e *env, args []string) int {
 	sc, read, err := loadScenario(*path, seedAt, *seeds)
 	if err != nil {
 		return fail("%v", err)
+	}
+	if *noOracle {
+		sc = sc.WithoutOracle()
 	}
 	if *outDir == "" {
 		*outDir = filepath.Join("out", sc.Name)

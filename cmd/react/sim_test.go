@@ -114,8 +114,9 @@ func TestSimDeterministic(t *testing.T) {
 	}
 }
 
-// TestSimTableNoOracle: without an oracle the sweep table has no oracle
-// or share columns, and still the compared run's.
+// TestSimTableNoOracle: without an oracle (the file's "off", or
+// --no-oracle on a file that has one) the sweep table has no oracle or
+// share columns, and still the compared run's.
 func TestSimTableNoOracle(t *testing.T) {
 	data, err := os.ReadFile("testdata/sim-small.json")
 	if err != nil {
@@ -131,18 +132,25 @@ func TestSimTableNoOracle(t *testing.T) {
 	if err := os.WriteFile(path, data, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	code, stdout, stderr := runArgs([]string{"sim", "--scenario", path, "--out", t.TempDir(), "--quiet", "--no-plots"}, "")
-	if code != 0 {
-		t.Fatalf("exit %d: %s", code, stderr)
-	}
-	for _, bad := range []string{"oracle", "share"} {
-		if strings.Contains(stdout, bad) {
-			t.Errorf("table without an oracle shows %q:\n%s", bad, stdout)
+	for _, args := range [][]string{{"--scenario", path}, {"--scenario", "testdata/sim-small.json", "--no-oracle"}} {
+		out := t.TempDir()
+		code, stdout, stderr := runArgs(append([]string{"sim", "--out", out, "--quiet", "--no-plots"}, args...), "")
+		if code != 0 {
+			t.Fatalf("%v: exit %d: %s", args, code, stderr)
 		}
-	}
-	for _, want := range []string{"paper6 %", "paper6 p95 %", "changes (max)"} {
-		if !strings.Contains(stdout, want) {
-			t.Errorf("table lacks %q:\n%s", want, stdout)
+		for _, bad := range []string{"oracle", "share"} {
+			if strings.Contains(stdout, bad) {
+				t.Errorf("%v: table without an oracle shows %q:\n%s", args, bad, stdout)
+			}
+		}
+		for _, want := range []string{"paper6 %", "paper6 p95 %", "changes (max)"} {
+			if !strings.Contains(stdout, want) {
+				t.Errorf("%v: table lacks %q:\n%s", args, want, stdout)
+			}
+		}
+		r, _ := readResult(t, filepath.Join(out, "results.json"))
+		if j := r.Cells[0].Runs[0].Jobs[0]; j.Oracle != nil || j.BestOracleImprovement != nil {
+			t.Errorf("%v: results.json has an oracle run", args)
 		}
 	}
 }

@@ -72,6 +72,22 @@ func (s *Scenario) WithSeeds(n int) *Scenario {
 	return &c
 }
 
+// WithoutOracle returns the scenario with the oracle off: REACT and the
+// compared tuners against the static baseline only, which many seeds
+// can afford (the oracle's search is most of a run's time).
+func (s *Scenario) WithoutOracle() *Scenario {
+	c := *s
+	c.Oracle = OracleSpec{Off: true}
+	c.cells = make([]*cell, len(s.cells))
+	for i, cl := range s.cells {
+		cc, sc := *cl, *cl.sc
+		sc.Oracle = c.Oracle
+		cc.sc = &sc
+		c.cells[i] = &cc
+	}
+	return &c
+}
+
 // Network is the scenario's network (without a case's ECMP seed).
 func (s *Scenario) Network() *topo.Topology { return s.net }
 
