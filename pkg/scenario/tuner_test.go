@@ -62,3 +62,17 @@ func TestFabricFallbackPastAFutileCount(t *testing.T) {
 		t.Errorf("%d changes kept, gain %+.1f%%: want a kept change gaining at least 5%%", j.Kept, j.Improvement)
 	}
 }
+
+// Until a fabric trial is kept, its revert must not make the fallback
+// wait: the run's pattern is still one no trial improved, and the next
+// blind trial is as likely to gain as the first. ecmp-fattree, an
+// AllGather ring, seed 36: the first trial was reverted, and with the
+// wait after it (twice the link model's) the run ended at +4.9%, where
+// the paper's loop, which tries again at once, gained 48.8%.
+func TestFabricRetriesUntilAKeep(t *testing.T) {
+	j := runOne(t, "ecmp-fattree.json", 36, map[string]any{"param": "collective", "values": []any{"allgather/ring"}})
+	t.Logf("gain %+.1f%%, %d changes, %d kept, %d reverted", j.Improvement, j.Changes, j.Kept, j.Reverted)
+	if j.Reverted == 0 || j.Kept == 0 || j.Improvement < 25 {
+		t.Errorf("%d reverted, %d kept, gain %+.1f%%: want a revert, then a kept change gaining at least 25%%", j.Reverted, j.Kept, j.Improvement)
+	}
+}

@@ -58,8 +58,12 @@ type reactLoop struct {
 	fabricWanted int
 	// fabricMissed: a fabric trial was reverted since the last kept change
 	fabricMissed bool
-	spread       spreadRec  // fabricTrial
-	fit          *links.Fit // the newest fit, for report
+	// fabricKept: a fabric trial was kept in this run; fabricReverts:
+	// fabric trials reverted in it
+	fabricKept    bool
+	fabricReverts int
+	spread        spreadRec  // fabricTrial
+	fit           *links.Fit // the newest fit, for report
 	// uncalibrated: 1 + the batch whose calibration check last failed
 	uncalibrated int
 	// hist: the times of the pattern in force before this batch, at most
@@ -286,12 +290,23 @@ func (t *reactLoop) judgePending(d *Decision, epoch int) bool {
 		t.reverts++
 		t.backoff = 1 << min(t.reverts-1, 4)
 		if ev.fabric {
-			// the pair history's miss, not the link model's: no margin,
-			// a longer wait (its trials are blind). The steady ranks its
-			// swaps moved are where they were again: candidates again
-			// (before, they stayed excluded for the rest of the run);
-			// those a kept change moved stay excluded.
+			// The pair history's miss, not the link model's: no margin.
+			// Until a fabric trial has been kept, no wait either, for
+			// EMax-1 reverts (the paper's bound on fruitless batches):
+			// its trials are blind draws among swaps the model cannot
+			// tell apart, one that missed says nothing of the next, and
+			// the paper's loop, which tries again at once, found more
+			// there (held-out seeds: fabricTrial). Once one has been
+			// kept, the pattern may be the best the fallback reaches,
+			// where trials are pure cost: twice the model's wait. The
+			// steady ranks its swaps moved are where they were again:
+			// candidates again (before, they stayed excluded for the rest
+			// of the run); those a kept change moved stay excluded.
 			t.backoff *= 2
+			t.fabricReverts++
+			if !t.fabricKept && t.fabricReverts < t.cfg.EMax {
+				t.backoff = 0
+			}
 			t.fabricMissed = true
 			for _, r := range ev.resolved {
 				delete(t.resolved, r)
@@ -310,6 +325,7 @@ func (t *reactLoop) judgePending(d *Decision, epoch int) bool {
 		return false
 	}
 	d.Kept = true
+	t.fabricKept = t.fabricKept || ev.fabric
 	n := len(ev.after.e) - len(t.elapsed) // the kept pattern's earlier batches
 	t.hist = times{e: slices.Clone(ev.after.e[:n]), c: slices.Clone(ev.after.c[:n])}
 	t.reverts, t.backoff, t.miss, t.fabricMissed = 0, 0, nil, false
