@@ -45,7 +45,7 @@ extern "C" {
 
 /* The ABI version react_abi_version returns; bumped on any incompatible
  * change to this file. */
-#define REACT_ABI_VERSION 7
+#define REACT_ABI_VERSION 8
 
 /* ---- Status codes ---------------------------------------------------- */
 #define REACT_OK 0
@@ -301,10 +301,12 @@ int react_control_create(const char* config_json, uint64_t* handle);
  * rank), whose calls move numel elements of itemsize bytes with the checked
  * pattern. config_json: the tuner's settings as for react_tuner_create,
  * "label" and "key" (a JSON value naming the key in reports); the leader
- * makes the key's tuner with them. log_path: the key's FCT log on the
- * leader, created ("" or NULL: none). */
+ * makes the key's tuner with them. fct_log: on the leader, the base of
+ * the key's FCT log (REACT_FCT_LOG): BASE.OP.DTYPE.NUMEL[.rootR].jsonl is
+ * created, named from "key" ([op, dtype, numel, root]; another form is
+ * REACT_E_INVALID); "" or NULL: none. */
 int react_control_key(uint64_t h, const uint8_t* pattern, size_t plen, int64_t numel, int itemsize,
-                      const char* config_json, const char* log_path, int* id);
+                      const char* config_json, const char* fct_log, int* id);
 
 /* Starts key id's next epoch: its number and the pattern version in force
  * (a switch that is due happens here). */

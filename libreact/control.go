@@ -192,7 +192,7 @@ func (ch *controlHandle) tune() {
 
 //export react_go_control_key
 func react_go_control_key(h C.uint64_t, pat *C.uint8_t, plen C.size_t, numel C.int64_t, itemsize C.int, config *C.char,
-	logPath *C.char, id *C.int) (st C.int) {
+	fctLog *C.char, id *C.int) (st C.int) {
 	defer guard(&st)
 	const who = "react_control_key"
 	if id == nil || config == nil || numel < 0 || itemsize <= 0 {
@@ -214,8 +214,12 @@ func react_go_control_key(h C.uint64_t, pat *C.uint8_t, plen C.size_t, numel C.i
 			if lk.Name == nil {
 				lk.Name = json.RawMessage("null")
 			}
-			if logPath != nil && C.GoString(logPath) != "" {
-				f, err := os.Create(C.GoString(logPath))
+			if fctLog != nil && C.GoString(fctLog) != "" {
+				path, err := leader.LogPath(C.GoString(fctLog), lk.Name)
+				if err != nil {
+					return fail(C.REACT_E_INVALID, "%s: %v", who, err)
+				}
+				f, err := os.Create(path)
 				if err != nil {
 					return fail(C.REACT_E_ARG, "%s: FCT log: %v", who, err)
 				}

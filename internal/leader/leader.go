@@ -40,6 +40,24 @@ type Key struct {
 	Log          io.WriteCloser // the key's FCT log, or nil
 }
 
+// LogPath is where the FCT log of the key named name ([op, dtype, numel,
+// root], Key.Name) goes under REACT_FCT_LOG's base:
+// BASE.OP.DTYPE.NUMEL[.rootR].jsonl, the root only where the op has one.
+func LogPath(base string, name []byte) (string, error) {
+	var k []json.RawMessage
+	var op, dtype string
+	var numel, root int64
+	if json.Unmarshal(name, &k) != nil || len(k) != 4 || json.Unmarshal(k[0], &op) != nil || json.Unmarshal(k[1], &dtype) != nil ||
+		json.Unmarshal(k[2], &numel) != nil || json.Unmarshal(k[3], &root) != nil || op == "" || dtype == "" {
+		return "", fmt.Errorf("FCT log: key %s is not [op, dtype, numel, root]", name)
+	}
+	path := fmt.Sprintf("%s.%s.%s.%d", base, op, dtype, numel)
+	if root >= 0 {
+		path += ".root" + strconv.FormatInt(root, 10)
+	}
+	return path + ".jsonl", nil
+}
+
 // Decision is a new pattern for a key, in the group's version numbering.
 type Decision struct {
 	Key       int

@@ -229,3 +229,29 @@ func TestReportsNameHosts(t *testing.T) {
 		}
 	}
 }
+
+func TestLogPath(t *testing.T) {
+	tests := []struct {
+		name, want, err string
+	}{
+		{`["allreduce", "float32", 1024, -1]`, "/tmp/f.allreduce.float32.1024.jsonl", ""},
+		{`["broadcast", "int64", 7, 2]`, "/tmp/f.broadcast.int64.7.root2.jsonl", ""},
+		{`["reduce", "bfloat16", 0, 0]`, "/tmp/f.reduce.bfloat16.0.root0.jsonl", ""},
+		{`["t"]`, "", `FCT log: key ["t"] is not [op, dtype, numel, root]`},
+		{`null`, "", "is not [op, dtype, numel, root]"},
+		{`["allreduce", "float32", 1.5, -1]`, "", "is not"},
+		{`["", "float32", 4, -1]`, "", "is not"},
+	}
+	for _, tt := range tests {
+		got, err := LogPath("/tmp/f", []byte(tt.name))
+		if tt.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("%s: %q, %v; want an error with %q", tt.name, got, err, tt.err)
+			}
+			continue
+		}
+		if err != nil || got != tt.want {
+			t.Errorf("%s: %q, %v; want %q", tt.name, got, err, tt.want)
+		}
+	}
+}

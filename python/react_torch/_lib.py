@@ -17,7 +17,7 @@ from typing import Dict, Optional, Sequence, Tuple
 OK, NONE = 0, 1
 E_ARG, E_INVALID, E_SHORT, E_SEMANTICS, E_HANDLE, E_STATE = -1, -2, -3, -4, -5, -6
 E_FORK, E_PANIC, E_LIMIT = -11, -12, -13
-ABI_VERSION = 7
+ABI_VERSION = 8
 
 _lock = threading.Lock()
 _lib: Optional[ctypes.CDLL] = None
@@ -250,10 +250,10 @@ class Control:
         self._due = (ctypes.c_int64 * 5)()
         self._row = (ctypes.c_double * 0)()
 
-    def key(self, pattern: bytes, numel: int, itemsize: int, config_json: str, log_path: str = "") -> int:
+    def key(self, pattern: bytes, numel: int, itemsize: int, config_json: str, fct_log: str = "") -> int:
         b, n = _buf(pattern)
         out = ctypes.c_int(0)
-        _check(lib().react_control_key(self._h, b, n, numel, itemsize, config_json.encode(), log_path.encode(), ctypes.byref(out)), "control key")
+        _check(lib().react_control_key(self._h, b, n, numel, itemsize, config_json.encode(), fct_log.encode(), ctypes.byref(out)), "control key")
         return out.value
 
     def begin(self, key: int) -> Tuple[int, int]:

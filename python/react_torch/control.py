@@ -98,8 +98,7 @@ class Control:
         op, dtype, numel, root = key
         label = f"{op} {dtype} x{numel}" + (f" root {root}" if root >= 0 else "")
         conf = {**self.cfg.tuner_json(), "Stepped": stepped, "OneHost": self.one_host, "label": label, "key": list(key)}
-        path = log_path(self.cfg.fct_log, key) if self.cfg.fct_log and self.leader else ""
-        i = self.go.key(raw, numel, itemsize, json.dumps(conf), path)
+        i = self.go.key(raw, numel, itemsize, json.dumps(conf), self.cfg.fct_log if self.leader else "")
         st = KeyState(id=i, pattern=self.decode(raw), tuned=self.go.stats()["keys"][i]["tuned"])
         self.keys[key] = st
         return st
@@ -264,8 +263,3 @@ class Control:
         self.messages += 1
         return t.tolist()
 
-
-def log_path(base: str, key: Key) -> str:
-    """Where REACT_FCT_LOG=base puts a key's log: base.OP.DTYPE.NUMEL[.rootR].jsonl."""
-    op, dtype, numel, root = key
-    return f"{base}.{op}.{dtype}.{numel}" + (f".root{root}" if root >= 0 else "") + ".jsonl"

@@ -330,6 +330,29 @@ static void test_control(void) {
     free(p);
 }
 
+/* The leader names a key's FCT log from REACT_FCT_LOG's base and the key:
+ * BASE.OP.DTYPE.NUMEL[.rootR].jsonl. */
+static void test_control_log(void) {
+    size_t len;
+    uint8_t* p = generate("broadcast", "tree", 4, 2, &len);
+    CHECK(p != NULL, "tree broadcast");
+    if (!p) return;
+    char dir[] = "/tmp/react-capi-XXXXXX", base[64], path[128];
+    CHECK(mkdtemp(dir) != NULL, "mkdtemp: %s", strerror(errno));
+    snprintf(base, sizeof base, "%s/fct", dir);
+    snprintf(path, sizeof path, "%s.broadcast.float32.4096.root2.jsonl", base);
+    uint64_t h = 0;
+    int id = -1;
+    EXPECT(react_control_create("{\"batch\": 2, \"tuned\": true, \"leader\": true}", &h), REACT_OK, "");
+    EXPECT(react_control_key(h, p, len, 4096, 4, "{\"key\": [\"t\"]}", base, &id), REACT_E_INVALID, "is not [op, dtype, numel, root]");
+    EXPECT(react_control_key(h, p, len, 4096, 4, "{\"key\": [\"broadcast\", \"float32\", 4096, 2]}", base, &id), REACT_OK, "");
+    CHECK(access(path, F_OK) == 0, "no FCT log at %s", path);
+    EXPECT(react_control_close(h), REACT_OK, "");
+    unlink(path);
+    rmdir(dir);
+    free(p);
+}
+
 /* ---- tuners through submit ----------------------------------------------- */
 
 static void test_handles_unknown(void) {
@@ -725,6 +748,7 @@ int main(int argc, char** argv) {
     test_layout();
     test_plan();
     test_control();
+    test_control_log();
     test_handles_unknown();
     test_settings();
     test_calls();
