@@ -137,6 +137,8 @@ def _switching(numel, least=80, most=320):
     for it in range(most):
         if it >= least and versions[-1] != 0:
             break
+        if it == least:  # no switch yet: ask for the leader's report, for the message below
+            react_torch.report()
         x = data(rank, numel, torch.int64, it)
         ref = x.clone()
         dist.all_reduce(x)
@@ -149,7 +151,8 @@ def _switching(numel, least=80, most=320):
             raise AssertionError(f"epoch {it}: ranks run versions {[int(t) for t in allv]}")
         versions.append(int(v))
     if versions[-1] == 0:
-        raise AssertionError(f"no pattern switch happened ({pg.stats()})")
+        raise AssertionError(f"no pattern switch happened ({pg.stats()}; control plane {react_torch.control_stats()}; "
+                             f"the leader's report:\n{react_torch.report()})")
     dist.barrier()
     return pg, sorted(set(versions))
 
