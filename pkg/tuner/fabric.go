@@ -100,12 +100,9 @@ func (t *reactLoop) fabricTrial(d *Decision, epoch int, pr *links.Predictor) *De
 	// predicts as little, and trials there were pure cost
 	// (TestFabricSpreadTheCollectiveFollows, seed 3: two more trials, both
 	// reverted, after the run had reached the best pattern).
-	net := pr.Net()
 	futile := !t.fabricMissed && spread && d.Model.RMS <= calibrationTolerance && t.quiet != nil && t.quiet.need > 0 && t.quiet.best < t.quiet.need/2
-	for r := range net.Up {
-		if !futile && (net.Load(r, false) > bar || net.Load(r, true) > bar) {
-			return d
-		}
+	if !futile && heaviest(pr.Net()) > bar {
+		return d
 	}
 	// The calibration check without the allowance for a poor fit: a blind
 	// trial needs FCTs the collective time confirms (on the slow-host
@@ -219,16 +216,28 @@ const (
 )
 
 // spreadRec holds, per epoch of one pattern, the log of the critical path
-// of its FCTs and of its measured collective time.
+// of its FCTs and of its measured collective time; and the answer for the
+// batch last recorded (batch: 1 + its number).
 type spreadRec struct {
-	p    *ten.Pattern
-	x, y []float64
+	p     *ten.Pattern
+	x, y  []float64
+	batch int
+	shows bool
 }
 
-// spreadShows records the batch and says whether the FCTs spread by
-// spreadMin or more and the collective time follows them, over the last
-// spreadEpochs epochs of the pattern in force.
+// spreadShows records the batch (once, however often it is asked) and
+// says whether the FCTs spread by spreadMin or more and the collective
+// time follows them, over the last spreadEpochs epochs of the pattern in
+// force.
 func (t *reactLoop) spreadShows(noise float64, held int) bool {
+	if t.spread.batch != t.batchNo+1 {
+		shows := t.spreadRecord(noise, held)
+		t.spread.batch, t.spread.shows = t.batchNo+1, shows
+	}
+	return t.spread.shows
+}
+
+func (t *reactLoop) spreadRecord(noise float64, held int) bool {
 	if noise < spreadMin || t.untimed { // a stand-in follows by construction
 		return false
 	}
@@ -299,4 +308,14 @@ func looSpread(batch [][]float64) float64 {
 		best = min(best, ss/float64((e-2)*nf))
 	}
 	return math.Sqrt(best)
+}
+
+// heaviest is the largest count of competing flows the link model puts on
+// one rank link, either way.
+func heaviest(net *links.Net) float64 {
+	h := 0.0
+	for r := range net.Up {
+		h = max(h, net.Load(r, false), net.Load(r, true))
+	}
+	return h
 }

@@ -428,6 +428,16 @@ func (t *reactLoop) held(d *Decision, fit links.Fit, pr *links.Predictor) (dag *
 // misses ask; otherwise the fabric fallback may try.
 func (t *reactLoop) propose(d *Decision, epoch int, fit links.Fit, pr *links.Predictor, dag *critpath.DAG) *Decision {
 	now := d.Predicted
+	// Where the FCTs spread as ECMP draws spread them and no rank link
+	// carries a whole competing flow, the model's counts are the fabric's
+	// collisions read as rank links (fabricTrial's bar), and so are its
+	// predictions: the fallback tries instead. ecmp-fattree's rings, 40
+	// seeds a cell: of the model's 10 changes there, 8 were reverted, and
+	// each revert's margin and wait held the fallback back.
+	if t.spreadShows(fit.Noise, fit.Epochs) && heaviest(pr.Net()) <= 1 {
+		d.Note = "the FCTs spread and the model's counts are below one competing flow"
+		return t.fabricTrial(d, epoch, pr)
+	}
 	d.Explored = true
 	// A fit that misses its flows by more than the calibration tolerance
 	// does not resolve small steps: each must then clear what the whole
