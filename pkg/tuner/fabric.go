@@ -35,12 +35,6 @@ import (
 // TestFabricSpreadTheCollectiveFollows' ring made 15 changes in 150
 // epochs, its time 2-9% above its best pattern's after it had found
 // that pattern) or where nothing is to be found.
-//
-// It stays out of what the model does see (a rank link with a count),
-// out of pairs that are not pairs (slowed by their place in the pattern),
-// and out of FCTs the collective time does not confirm (the model
-// predicts more than the collective took: a busy host; on the slow-host
-// files such pairs stand out too, and trials there were pure cost).
 func (t *reactLoop) fabricTrial(d *Decision, epoch int, pr *links.Predictor) *Decision {
 	if t.eval != nil || t.next != nil || t.cfg.OneHost {
 		return d
@@ -52,9 +46,24 @@ func (t *reactLoop) fabricTrial(d *Decision, epoch int, pr *links.Predictor) *De
 		d.Note += "; fabric: backing off after a revert"
 		return d
 	}
-	spread := t.spreadShows(d.Model.Noise, d.Model.Epochs)
-	if len(pr.Pairs()) == 0 && !spread {
+	spread, open := t.fabricOpen(d, pr)
+	if !open {
 		return d
+	}
+	return t.pairTrial(d, epoch, pr, spread)
+}
+
+// fabricOpen says whether the fallback may try in this batch, and whether
+// the FCTs' spread (spreadShows) let it through. It stays out of what the
+// model does see (a rank link with a count), out of pairs that are not
+// pairs (slowed by their place in the pattern), and out of FCTs the
+// collective time does not confirm (the model predicts more than the
+// collective took: a busy host; on the slow-host files such pairs stand
+// out too, and trials there were pure cost).
+func (t *reactLoop) fabricOpen(d *Decision, pr *links.Predictor) (spread, open bool) {
+	spread = t.spreadShows(d.Model.Noise, d.Model.Epochs)
+	if len(pr.Pairs()) == 0 && !spread {
+		return spread, false
 	}
 	// A pair is a pair in any pattern: where a quarter or more of the
 	// pairs seen in two patterns differ between them, the slowness is
@@ -71,7 +80,7 @@ func (t *reactLoop) fabricTrial(d *Decision, epoch int, pr *links.Predictor) *De
 	// moved when the other job changed its pattern, and it made no trial
 	// again for the rest of the run).
 	if t.placeBound && !spread {
-		return d
+		return spread, false
 	}
 	// A rank link with a count is the model's own search's. Where pairs
 	// stand out faster than the median pair (ranks of one switch, which
@@ -102,15 +111,20 @@ func (t *reactLoop) fabricTrial(d *Decision, epoch int, pr *links.Predictor) *De
 	// reverted, after the run had reached the best pattern).
 	futile := !t.fabricMissed && spread && d.Model.RMS <= calibrationTolerance && t.quiet != nil && t.quiet.need > 0 && t.quiet.best < t.quiet.need/2
 	if !futile && heaviest(pr.Net()) > bar {
-		return d
+		return spread, false
 	}
 	// The calibration check without the allowance for a poor fit: a blind
 	// trial needs FCTs the collective time confirms (on the slow-host
 	// files the fit misses by 24%, which let through FCTs 22% above the
 	// collective time, and trials that were pure cost).
-	if now := pr.Time(t.cur, critpath.New(t.cur), t.bytes); math.Log(d.Observed/now) < -calibrationTolerance {
-		return d
-	}
+	now := pr.Time(t.cur, critpath.New(t.cur), t.bytes)
+	return spread, !(math.Log(d.Observed/now) < -calibrationTolerance)
+}
+
+// pairTrial emits the paper's exploration's change where detection finds
+// congestion and the pair history a swap that gains: a pair that stands
+// out must have led here in the batch before too, unless the FCTs spread.
+func (t *reactLoop) pairTrial(d *Decision, epoch int, pr *links.Predictor, spread bool) *Decision {
 	rep, err := detect.Detect(t.cur, t.deg, t.batch, t.bytes, detect.Config{Delta1: t.cfg.Delta1, Delta2: t.cfg.Delta2})
 	if err != nil { // inputs were validated in Observe
 		panic(err)
