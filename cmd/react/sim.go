@@ -19,98 +19,122 @@ import (
 // runSim runs a scenario file: every case of its sweep (concurrently, on
 // every core), then the table, results.json and the plots.
 func runSim(e *env, args []string) int {
-	fs := newFlagSet("react sim")
-	path := fs.String("scenario", "", "scenario file (see examples/scenarios)")
-	seed := fs.Uint64("seed", 0, "first seed (default: the scenario's)")
-	seeds := fs.Int("seeds", 0, "seeds a cell (default: the scenario's)")
-	outDir := fs.String("out", "", "output folder for results.json and the plots (default out/NAME)")
-	format := fs.String("format", "text", "stdout: text (a table) or json (results.json)")
-	workers := fs.Int("workers", runtime.GOMAXPROCS(0), "cases run at once")
-	quiet := fs.Bool("quiet", false, "no progress on stderr")
-	noPlots := fs.Bool("no-plots", false, "skip the PNG plots")
-	engine := fs.String("engine", "fluid", "fluid (the max-min model) or ns3 (packet level, the harness of make ns3)")
-	harness := fs.String("ns3", "", "the ns-3 harness (default $REACT_NS3, else react-ns3 beside this binary)")
-	packetScale := fs.Bool("packet-scale", false, "fluid engine: scale the scenario by its packet block, as --engine ns3 does, to compare the engines")
-	noOracle := fs.Bool("no-oracle", false, "skip the oracle's search (most of a run's time): REACT and the compared tuners over the static baseline only")
-	const synopsis = "--scenario FILE [--seed S] [--seeds N] [--out DIR] [--format text|json] [--workers N] [--quiet] [--no-plots] [--no-oracle] [--engine fluid|ns3] [--ns3 PATH] [--packet-scale]"
-	if code, done := parseFlags(e, fs, args, synopsis); done {
+	f, code, done := parseSimFlags(e, args)
+	if done {
 		return code
 	}
-	fail := func(format string, a ...any) int {
-		fmt.Fprintf(e.stderr, "react sim: "+format+"\n", a...)
-		return exitUsage
-	}
-	if fs.NArg() > 0 {
-		return fail("unexpected argument %q", fs.Arg(0))
-	}
-	if *path == "" {
-		return fail("missing --scenario")
-	}
-	if *format != "text" && *format != "json" {
-		return fail("unknown --format %q (want text or json)", *format)
-	}
-	if *engine != "fluid" && *engine != "ns3" {
-		return fail("unknown --engine %q (want fluid or ns3)", *engine)
-	}
-	if *workers < 1 {
-		return fail("--workers %d, want >= 1", *workers)
-	}
-	if *seeds < 0 {
-		return fail("--seeds %d, want >= 1 (or 0: the scenario's)", *seeds)
-	}
-	seedSet := false
-	fs.Visit(func(f *flag.Flag) {
-		if f.Name == "seed" {
-			seedSet = true
-		}
-	})
-	var seedAt *uint64
-	if seedSet {
-		seedAt = seed
-	}
-	sc, read, err := loadScenario(*path, seedAt, *seeds)
+	sc, read, err := loadScenario(f.path, f.seed, f.seeds)
 	if err != nil {
-		return fail("%v", err)
+		return simUsage(e, "%v", err)
 	}
-	if *noOracle {
+	if f.noOracle {
 		sc = sc.WithoutOracle()
 	}
-	if *outDir == "" {
-		*outDir = filepath.Join("out", sc.Name)
+	if f.outDir == "" {
+		f.outDir = filepath.Join("out", sc.Name)
 	}
 	note := ""
-	if *engine == "ns3" || *packetScale {
+	if f.engine == "ns3" || f.packetScale {
 		if sc, note, err = sc.ForPacket(read); err != nil {
-			return fail("%s: %v", *path, err)
+			return simUsage(e, "%s: %v", f.path, err)
 		}
 	}
 	start := time.Now()
-	var res *scenario.Result
-	if *engine == "ns3" {
-		var bin string
-		if bin, err = harnessPath(*harness); err == nil {
-			res, err = simulatePacket(sc, note, bin, *outDir, newProgress(e.stderr, *quiet, start))
-		}
-	} else if res, err = simulate(sc, *workers, newProgress(e.stderr, *quiet, start)); err == nil {
-		res.Engine, res.Scaling = "fluid", note
-	}
+	res, err := simulateOn(e, sc, note, f, start)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "react sim: %v\n", err)
 		return exitFail
 	}
-	elapsed := time.Since(start)
-	js, resultsPath, plots, err := writeResults(res, *outDir, !*noPlots)
+	return writeSim(e, sc, res, f, time.Since(start))
+}
+
+// simFlags is react sim's command line, checked.
+type simFlags struct {
+	path, outDir, format, engine, harness string
+	seed                                  *uint64 // nil: the scenario's
+	seeds, workers                        int
+	quiet, noPlots, packetScale, noOracle bool
+}
+
+func simUsage(e *env, format string, a ...any) int {
+	fmt.Fprintf(e.stderr, "react sim: "+format+"\n", a...)
+	return exitUsage
+}
+
+// parseSimFlags reads react sim's flags; done: exit with code.
+func parseSimFlags(e *env, args []string) (f simFlags, code int, done bool) {
+	fs := newFlagSet("react sim")
+	fs.StringVar(&f.path, "scenario", "", "scenario file (see examples/scenarios)")
+	seed := fs.Uint64("seed", 0, "first seed (default: the scenario's)")
+	fs.IntVar(&f.seeds, "seeds", 0, "seeds a cell (default: the scenario's)")
+	fs.StringVar(&f.outDir, "out", "", "output folder for results.json and the plots (default out/NAME)")
+	fs.StringVar(&f.format, "format", "text", "stdout: text (a table) or json (results.json)")
+	fs.IntVar(&f.workers, "workers", runtime.GOMAXPROCS(0), "cases run at once")
+	fs.BoolVar(&f.quiet, "quiet", false, "no progress on stderr")
+	fs.BoolVar(&f.noPlots, "no-plots", false, "skip the PNG plots")
+	fs.StringVar(&f.engine, "engine", "fluid", "fluid (the max-min model) or ns3 (packet level, the harness of make ns3)")
+	fs.StringVar(&f.harness, "ns3", "", "the ns-3 harness (default $REACT_NS3, else react-ns3 beside this binary)")
+	fs.BoolVar(&f.packetScale, "packet-scale", false, "fluid engine: scale the scenario by its packet block, as --engine ns3 does, to compare the engines")
+	fs.BoolVar(&f.noOracle, "no-oracle", false, "skip the oracle's search (most of a run's time): REACT and the compared tuners over the static baseline only")
+	const synopsis = "--scenario FILE [--seed S] [--seeds N] [--out DIR] [--format text|json] [--workers N] [--quiet] [--no-plots] [--no-oracle] [--engine fluid|ns3] [--ns3 PATH] [--packet-scale]"
+	if code, done := parseFlags(e, fs, args, synopsis); done {
+		return f, code, true
+	}
+	bad := func(format string, a ...any) (simFlags, int, bool) { return f, simUsage(e, format, a...), true }
+	switch {
+	case fs.NArg() > 0:
+		return bad("unexpected argument %q", fs.Arg(0))
+	case f.path == "":
+		return bad("missing --scenario")
+	case f.format != "text" && f.format != "json":
+		return bad("unknown --format %q (want text or json)", f.format)
+	case f.engine != "fluid" && f.engine != "ns3":
+		return bad("unknown --engine %q (want fluid or ns3)", f.engine)
+	case f.workers < 1:
+		return bad("--workers %d, want >= 1", f.workers)
+	case f.seeds < 0:
+		return bad("--seeds %d, want >= 1 (or 0: the scenario's)", f.seeds)
+	}
+	fs.Visit(func(fl *flag.Flag) {
+		if fl.Name == "seed" {
+			f.seed = seed
+		}
+	})
+	return f, exitOK, false
+}
+
+// simulateOn runs the scenario on the engine the flags name.
+func simulateOn(e *env, sc *scenario.Scenario, note string, f simFlags, start time.Time) (*scenario.Result, error) {
+	prog := newProgress(e.stderr, f.quiet, start)
+	if f.engine == "ns3" {
+		bin, err := harnessPath(f.harness)
+		if err != nil {
+			return nil, err
+		}
+		return simulatePacket(sc, note, bin, f.outDir, prog)
+	}
+	res, err := simulate(sc, f.workers, prog)
+	if err == nil {
+		res.Engine, res.Scaling = "fluid", note
+	}
+	return res, err
+}
+
+// writeSim writes results.json and the plots, and the table (or the
+// JSON) on stdout.
+func writeSim(e *env, sc *scenario.Scenario, res *scenario.Result, f simFlags, elapsed time.Duration) int {
+	js, resultsPath, plots, err := writeResults(res, f.outDir, !f.noPlots)
 	if err != nil {
 		fmt.Fprintf(e.stderr, "react sim: %v\n", err)
 		return exitFail
 	}
 	out := bufio.NewWriter(e.stdout)
-	if *format == "json" {
+	if f.format == "json" {
 		out.Write(js)
 	} else {
 		writeSimTable(out, res)
-		how := fmt.Sprintf("on %d workers", *workers)
-		if *engine == "ns3" {
+		how := fmt.Sprintf("on %d workers", f.workers)
+		if f.engine == "ns3" {
 			how = "one packet run at a time"
 		}
 		fmt.Fprintf(out, "\n%d cases in %.1f s, %s; wrote %s", len(sc.Cases()), elapsed.Seconds(), how, resultsPath)
