@@ -91,7 +91,7 @@ func (t *reactLoop) fabricOpen(d *Decision, pr *links.Predictor) (spread, open b
 	// spread by 0.06): only a competing flow or more is.
 	bar := 0.0
 	if spread || slices.ContainsFunc(pr.Pairs(), func(p links.Pair) bool { return p.Factor < 1 }) {
-		bar = 1
+		bar = fabricCount
 	}
 	// Unless, where the FCTs spread, the model's own search predicts less
 	// than half the gain a change needs: its counts then explain nothing a
@@ -323,6 +323,13 @@ func looSpread(batch [][]float64) float64 {
 	}
 	return math.Sqrt(best)
 }
+
+// fabricCount is the count of competing flows on a rank link up to which,
+// where the fabric is uneven or the FCTs spread, the link model's counts
+// are the fabric read as rank links (fabricOpen, reactLoop.propose): an
+// external flow on a host link reads as 1.8 on fig5, the fabric as
+// 0.1-0.5 on fig7.
+const fabricCount = 1
 
 // heaviest is the largest count of competing flows the link model puts on
 // one rank link, either way.

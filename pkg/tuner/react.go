@@ -434,7 +434,7 @@ func (t *reactLoop) propose(d *Decision, epoch int, fit links.Fit, pr *links.Pre
 	// predictions: the fallback tries instead. ecmp-fattree's rings, 40
 	// seeds a cell: of the model's 10 changes there, 8 were reverted, and
 	// each revert's margin and wait held the fallback back.
-	if t.spreadShows(fit.Noise, fit.Epochs) && heaviest(pr.Net()) <= 1 {
+	if t.spreadShows(fit.Noise, fit.Epochs) && heaviest(pr.Net()) <= fabricCount {
 		d.Note = "the FCTs spread and the model's counts are below one competing flow"
 		return t.fabricTrial(d, epoch, pr)
 	}
