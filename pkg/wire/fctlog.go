@@ -171,129 +171,156 @@ func ReadFCTLog(r io.Reader, flows int) ([]FCTEpoch, error) {
 	}
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 4096), maxFCTLine)
-	var (
-		out   []FCTEpoch
-		cur   *FCTEpoch
-		seen  []bool
-		have  int  // flows seen in cur
-		hasEl bool // cur has its epoch record
-		start int  // line of cur's first record
-		line  int
-	)
-	fail := func(format string, a ...any) error {
-		return fmt.Errorf("wire: fct log: line %d: "+format, append([]any{line}, a...)...)
-	}
-	// finish checks that cur is complete; at is the line that ended it.
-	finish := func(at string) error {
-		if cur == nil || have == len(seen) {
-			return nil
-		}
-		for f, ok := range seen {
-			if !ok {
-				return fmt.Errorf("wire: fct log: %s: epoch %d (from line %d) has %d of %d flows; flow %d is missing",
-					at, cur.Epoch, start, have, flows, f)
-			}
-		}
-		return nil
-	}
+	lr := &fctLogReader{flows: flows}
 	for sc.Scan() {
-		line++
+		lr.line++
 		text := sc.Bytes()
 		if len(trimSpace(text)) == 0 {
 			continue
 		}
-		var rec fctLine
-		if err := json.Unmarshal(text, &rec); err != nil {
-			var se *json.SyntaxError
-			if errors.As(err, &se) {
-				return nil, fail("malformed JSON at column %d: %v", se.Offset, err)
-			}
-			return nil, fail("%v", err)
-		}
-		switch {
-		case rec.Epoch == nil:
-			return nil, fail(`missing "epoch"`)
-		case rec.Version == nil:
-			return nil, fail(`missing "version"`)
-		case *rec.Epoch < 0:
-			return nil, fail("epoch %d, want >= 0", *rec.Epoch)
-		case *rec.Version < 0:
-			return nil, fail("version %d, want >= 0", *rec.Version)
-		}
-		epoch, version := *rec.Epoch, *rec.Version
-		if cur == nil || epoch != cur.Epoch {
-			if cur != nil && epoch < cur.Epoch {
-				return nil, fail("epoch %d after epoch %d: epochs out of order", epoch, cur.Epoch)
-			}
-			if err := finish(fmt.Sprintf("line %d", line)); err != nil {
-				return nil, err
-			}
-			out = append(out, FCTEpoch{Epoch: epoch, Version: version, FCT: make([]float64, flows), Bytes: make([]float64, flows)})
-			cur = &out[len(out)-1]
-			seen, have, hasEl, start = make([]bool, flows), 0, false, line
-		} else if version != cur.Version {
-			return nil, fail("epoch %d: version %d, but line %d gave version %d", epoch, version, start, cur.Version)
-		}
-		if rec.Flow == nil {
-			switch {
-			case rec.Elapsed == nil && rec.Entry == nil:
-				return nil, fail(`epoch %d: a record with neither "flow" nor "elapsed" nor "entry"`, epoch)
-			case rec.FCT != nil || rec.Arrival != nil:
-				return nil, fail(`epoch %d: "fct" or "arrival" without "flow"`, epoch)
-			case hasEl:
-				return nil, fail("epoch %d: a second epoch record", epoch)
-			case rec.Elapsed != nil && !positiveFinite(*rec.Elapsed):
-				return nil, fail("epoch %d: elapsed %v, want a positive finite time", epoch, *rec.Elapsed)
-			case rec.Entry != nil && len(rec.Entry) == 0:
-				return nil, fail("epoch %d: entry is empty, want one time per rank", epoch)
-			}
-			if rec.Elapsed != nil {
-				cur.Elapsed = *rec.Elapsed
-			}
-			cur.Entry, hasEl = rec.Entry, true
-			continue
-		}
-		f := *rec.Flow
-		arrival := rec.Arrival != nil
-		if arrival && rec.FCT == nil {
-			rec.FCT = rec.Arrival
-		}
-		switch {
-		case f < 0 || f >= flows:
-			return nil, fail("epoch %d: flow %d out of range [0, %d)", epoch, f, flows)
-		case seen[f]:
-			return nil, fail("epoch %d: duplicate flow %d", epoch, f)
-		case rec.Elapsed != nil || rec.Entry != nil:
-			return nil, fail(`epoch %d flow %d: "elapsed" and "entry" belong in the epoch record`, epoch, f)
-		case rec.FCT == nil:
-			return nil, fail(`epoch %d flow %d: missing "fct"`, epoch, f)
-		case arrival && rec.FCT != rec.Arrival:
-			return nil, fail(`epoch %d flow %d: both "fct" and "arrival"`, epoch, f)
-		case have > 0 && arrival != cur.Arrival:
-			return nil, fail(`epoch %d flow %d: "fct" and "arrival" mixed in one epoch`, epoch, f)
-		case !positiveFinite(*rec.FCT):
-			name := "fct"
-			if arrival {
-				name = "arrival"
-			}
-			return nil, fail("epoch %d flow %d: %s %v, want a positive finite time", epoch, f, name, *rec.FCT)
-		case rec.Bytes != nil && (!(*rec.Bytes >= 0) || math.IsInf(*rec.Bytes, 0)):
-			return nil, fail("epoch %d flow %d: bytes %v, want >= 0 and finite", epoch, f, *rec.Bytes)
-		}
-		seen[f] = true
-		have++
-		cur.FCT[f], cur.Arrival = *rec.FCT, arrival
-		if rec.Bytes != nil {
-			cur.Bytes[f] = *rec.Bytes
+		if err := lr.record(text); err != nil {
+			return nil, err
 		}
 	}
 	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("wire: fct log: after line %d: %w", line, err)
+		return nil, fmt.Errorf("wire: fct log: after line %d: %w", lr.line, err)
 	}
-	if err := finish(fmt.Sprintf("end of input (line %d)", line)); err != nil {
+	if err := lr.finish(fmt.Sprintf("end of input (line %d)", lr.line)); err != nil {
 		return nil, err
 	}
-	return out, nil
+	return lr.out, nil
+}
+
+// fctLogReader is ReadFCTLog's state: the epochs read, and of the epoch
+// being read which flows and whether its epoch record were seen.
+type fctLogReader struct {
+	flows int
+	out   []FCTEpoch
+	cur   *FCTEpoch
+	seen  []bool
+	have  int  // flows seen in cur
+	hasEl bool // cur has its epoch record
+	start int  // line of cur's first record
+	line  int
+}
+
+func (lr *fctLogReader) fail(format string, a ...any) error {
+	return fmt.Errorf("wire: fct log: line %d: "+format, append([]any{lr.line}, a...)...)
+}
+
+// finish checks that cur is complete; at is the line that ended it.
+func (lr *fctLogReader) finish(at string) error {
+	if lr.cur == nil || lr.have == len(lr.seen) {
+		return nil
+	}
+	for f, ok := range lr.seen {
+		if !ok {
+			return fmt.Errorf("wire: fct log: %s: epoch %d (from line %d) has %d of %d flows; flow %d is missing",
+				at, lr.cur.Epoch, lr.start, lr.have, lr.flows, f)
+		}
+	}
+	return nil
+}
+
+// record decodes one line and files it under its epoch, which it opens
+// where the line starts a new one.
+func (lr *fctLogReader) record(text []byte) error {
+	var rec fctLine
+	if err := json.Unmarshal(text, &rec); err != nil {
+		var se *json.SyntaxError
+		if errors.As(err, &se) {
+			return lr.fail("malformed JSON at column %d: %v", se.Offset, err)
+		}
+		return lr.fail("%v", err)
+	}
+	switch {
+	case rec.Epoch == nil:
+		return lr.fail(`missing "epoch"`)
+	case rec.Version == nil:
+		return lr.fail(`missing "version"`)
+	case *rec.Epoch < 0:
+		return lr.fail("epoch %d, want >= 0", *rec.Epoch)
+	case *rec.Version < 0:
+		return lr.fail("version %d, want >= 0", *rec.Version)
+	}
+	epoch, version := *rec.Epoch, *rec.Version
+	if cur := lr.cur; cur == nil || epoch != cur.Epoch {
+		if cur != nil && epoch < cur.Epoch {
+			return lr.fail("epoch %d after epoch %d: epochs out of order", epoch, cur.Epoch)
+		}
+		if err := lr.finish(fmt.Sprintf("line %d", lr.line)); err != nil {
+			return err
+		}
+		lr.out = append(lr.out, FCTEpoch{Epoch: epoch, Version: version, FCT: make([]float64, lr.flows), Bytes: make([]float64, lr.flows)})
+		lr.cur = &lr.out[len(lr.out)-1]
+		lr.seen, lr.have, lr.hasEl, lr.start = make([]bool, lr.flows), 0, false, lr.line
+	} else if version != cur.Version {
+		return lr.fail("epoch %d: version %d, but line %d gave version %d", epoch, version, lr.start, cur.Version)
+	}
+	if rec.Flow == nil {
+		return lr.epochRecord(&rec, epoch)
+	}
+	return lr.flowRecord(&rec, epoch)
+}
+
+// epochRecord takes an epoch's own record: its collective time or the
+// ranks' entry times.
+func (lr *fctLogReader) epochRecord(rec *fctLine, epoch int) error {
+	switch {
+	case rec.Elapsed == nil && rec.Entry == nil:
+		return lr.fail(`epoch %d: a record with neither "flow" nor "elapsed" nor "entry"`, epoch)
+	case rec.FCT != nil || rec.Arrival != nil:
+		return lr.fail(`epoch %d: "fct" or "arrival" without "flow"`, epoch)
+	case lr.hasEl:
+		return lr.fail("epoch %d: a second epoch record", epoch)
+	case rec.Elapsed != nil && !positiveFinite(*rec.Elapsed):
+		return lr.fail("epoch %d: elapsed %v, want a positive finite time", epoch, *rec.Elapsed)
+	case rec.Entry != nil && len(rec.Entry) == 0:
+		return lr.fail("epoch %d: entry is empty, want one time per rank", epoch)
+	}
+	if rec.Elapsed != nil {
+		lr.cur.Elapsed = *rec.Elapsed
+	}
+	lr.cur.Entry, lr.hasEl = rec.Entry, true
+	return nil
+}
+
+// flowRecord takes a flow's record: its FCT (or arrival time) and bytes.
+func (lr *fctLogReader) flowRecord(rec *fctLine, epoch int) error {
+	f := *rec.Flow
+	arrival := rec.Arrival != nil
+	if arrival && rec.FCT == nil {
+		rec.FCT = rec.Arrival
+	}
+	switch {
+	case f < 0 || f >= lr.flows:
+		return lr.fail("epoch %d: flow %d out of range [0, %d)", epoch, f, lr.flows)
+	case lr.seen[f]:
+		return lr.fail("epoch %d: duplicate flow %d", epoch, f)
+	case rec.Elapsed != nil || rec.Entry != nil:
+		return lr.fail(`epoch %d flow %d: "elapsed" and "entry" belong in the epoch record`, epoch, f)
+	case rec.FCT == nil:
+		return lr.fail(`epoch %d flow %d: missing "fct"`, epoch, f)
+	case arrival && rec.FCT != rec.Arrival:
+		return lr.fail(`epoch %d flow %d: both "fct" and "arrival"`, epoch, f)
+	case lr.have > 0 && arrival != lr.cur.Arrival:
+		return lr.fail(`epoch %d flow %d: "fct" and "arrival" mixed in one epoch`, epoch, f)
+	case !positiveFinite(*rec.FCT):
+		name := "fct"
+		if arrival {
+			name = "arrival"
+		}
+		return lr.fail("epoch %d flow %d: %s %v, want a positive finite time", epoch, f, name, *rec.FCT)
+	case rec.Bytes != nil && (!(*rec.Bytes >= 0) || math.IsInf(*rec.Bytes, 0)):
+		return lr.fail("epoch %d flow %d: bytes %v, want >= 0 and finite", epoch, f, *rec.Bytes)
+	}
+	lr.seen[f] = true
+	lr.have++
+	lr.cur.FCT[f], lr.cur.Arrival = *rec.FCT, arrival
+	if rec.Bytes != nil {
+		lr.cur.Bytes[f] = *rec.Bytes
+	}
+	return nil
 }
 
 // FlowEnds is where a logged flow ran: its chunk, step, source and
