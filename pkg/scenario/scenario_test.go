@@ -201,6 +201,17 @@ func TestDecodeErrors(t *testing.T) {
 		{"react_jobs", edit(t, small, func(m map[string]any) {
 			m["sweep"] = map[string]any{"axes": []any{map[string]any{"param": "react_jobs", "values": []int{2}}}}
 		}), "react_jobs = 2, but there are 1 jobs"},
+		{"sweep pairs without external", sweepOne(t, edit(t, small, func(m map[string]any) { delete(m, "external") }), "pairs", 1), "sweep: pairs = 1: no external spec without explicit pairs to set"},
+		{"sweep p without external", sweepOne(t, edit(t, small, func(m map[string]any) { delete(m, "external") }), "p", 2), "sweep: p = 2: no external spec to set"},
+		{"sweep bytes", sweepOne(t, small, "bytes", -1), "sweep: bytes = -1: bytes must be a number > 0, got -1"},
+		{"sweep collective not a string", sweepOne(t, small, "collective", 3), `sweep: collective = 3: collective must be a string "op/algo", got 3`},
+		{"sweep collective without algo", sweepOne(t, small, "collective", "allreduce"), `collective must be a string "op/algo", got allreduce`},
+		{"sweep overlap", sweepOne(t, small, "overlap", 2), `sweep: overlap = 2: no job with an "overlap" placement to set`},
+		{"sweep failures", sweepOne(t, small, "failures", 1), "sweep: failures = 1: no failure spec to set"},
+		{"sweep capacity", sweepOne(t, small, "capacity", 0), "sweep: capacity = 0: capacity must be a number > 0, got 0"},
+		{"sweep ranks", sweepOne(t, small, "ranks", -2), "sweep: ranks = -2: ranks must be a whole number >= 0, got -2"},
+		{"sweep noise_sigma", sweepOne(t, small, "noise_sigma", "x"), `sweep: noise_sigma = x: noise_sigma must be a number, got "x"`},
+		{"sweep rank_sigma", sweepOne(t, small, "rank_sigma", "y"), `sweep: rank_sigma = y: rank_sigma must be a number, got "y"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -533,5 +544,13 @@ func FuzzDecode(f *testing.F) {
 		if s.Oracle.Off {
 			s.RunCase(cs[0], Options{})
 		}
+	})
+}
+
+// sweepOne is src with a sweep of one axis over one value.
+func sweepOne(t *testing.T, src, param string, v any) string {
+	t.Helper()
+	return edit(t, src, func(m map[string]any) {
+		m["sweep"] = map[string]any{"axes": []any{map[string]any{"param": param, "values": []any{v}}}}
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -93,17 +94,46 @@ func (s *Scenario) clone() *Scenario {
 	return &c
 }
 
+// paramSetter is one axis a sweep may vary and how it sets a cell's
+// scenario to a value.
+type paramSetter struct {
+	name string
+	set  func(s *Scenario, v Value) error
+}
+
+// paramSetters are the sweep's axes, in the order an unknown one's error
+// lists them.
+func paramSetters() []paramSetter {
+	return []paramSetter{
+		{"pairs", setPairs},
+		{"p", setP},
+		{"ports", func(s *Scenario, v Value) error {
+			return setJobCount(s, v, "ports", func(j *JobSpec, n int) { j.Ports = n })
+		}},
+		{"bytes", setBytes},
+		{"ranks", func(s *Scenario, v Value) error {
+			return setJobCount(s, v, "ranks", func(j *JobSpec, n int) { j.Ranks = n })
+		}},
+		{"collective", setCollective},
+		{"overlap", setOverlap},
+		{"failures", setFailures},
+		{"capacity", setCapacity},
+		{"react_jobs", setReactJobs},
+		{"noise_sigma", func(s *Scenario, v Value) error { return setNoise(v, "noise_sigma", &s.Noise.Sigma) }},
+		{"rank_sigma", func(s *Scenario, v Value) error { return setNoise(v, "rank_sigma", &s.Noise.RankSigma) }},
+	}
+}
+
 func paramNames() []string {
-	return []string{"pairs", "p", "ports", "bytes", "ranks", "collective", "overlap", "failures", "capacity", "react_jobs", "noise_sigma", "rank_sigma"}
+	var names []string
+	for _, p := range paramSetters() {
+		names = append(names, p.name)
+	}
+	return names
 }
 
 func knownParam(p string) bool {
-	for _, q := range paramNames() {
-		if p == q {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(paramNames(), p)
 }
 
 func (v Value) count(what string) (int, error) {
@@ -114,119 +144,141 @@ func (v Value) count(what string) (int, error) {
 }
 
 func (s *Scenario) apply(p Param) error {
-	v := p.Value
-	switch p.Param {
-	case "pairs":
-		n, err := v.count("pairs")
-		if err != nil {
-			return err
+	for _, ps := range paramSetters() {
+		if ps.name == p.Param {
+			return ps.set(s, p.Value)
 		}
-		hit := false
-		for i := range s.External {
-			if len(s.External[i].Pairs) == 0 {
-				s.External[i].Random, hit = n, true
-			}
-		}
-		if !hit {
-			return errors.New("no external spec without explicit pairs to set")
-		}
-	case "p":
-		n, err := v.count("p")
-		if err != nil {
-			return err
-		}
-		if len(s.External) == 0 {
-			return errors.New("no external spec to set")
-		}
-		for i := range s.External {
-			s.External[i].P = n
-		}
-	case "ports", "ranks":
-		n, err := v.count(p.Param)
-		if err != nil {
-			return err
-		}
-		for i := range s.Jobs {
-			if p.Param == "ports" {
-				s.Jobs[i].Ports = n
-			} else {
-				s.Jobs[i].Ranks = n
-			}
-		}
-	case "bytes":
-		if v.IsStr || !(v.Num > 0) {
-			return fmt.Errorf("bytes must be a number > 0, got %v", v)
-		}
-		for i := range s.Jobs {
-			s.Jobs[i].Bytes = v.Num
-		}
-	case "collective":
-		op, algo, ok := strings.Cut(v.Str, "/")
-		if !v.IsStr || !ok {
-			return fmt.Errorf(`collective must be a string "op/algo", got %v`, v)
-		}
-		for i := range s.Jobs {
-			s.Jobs[i].Op, s.Jobs[i].Algo = op, algo
-		}
-	case "overlap":
-		n, err := v.count("overlap")
-		if err != nil {
-			return err
-		}
-		hit := false
-		for i := range s.Jobs {
-			if s.Jobs[i].Placement.Kind == "overlap" {
-				s.Jobs[i].Placement.Shared, hit = n, true
-			}
-		}
-		if !hit {
-			return errors.New(`no job with an "overlap" placement to set`)
-		}
-	case "failures":
-		n, err := v.count("failures")
-		if err != nil {
-			return err
-		}
-		if len(s.Failures) == 0 {
-			return errors.New("no failure spec to set")
-		}
-		for i := range s.Failures {
-			s.Failures[i].Random = n
-		}
-	case "capacity":
-		if v.IsStr || !(v.Num > 0) {
-			return fmt.Errorf("capacity must be a number > 0, got %v", v)
-		}
-		if len(s.Failures) == 0 {
-			return errors.New("no failure spec to set")
-		}
-		for i := range s.Failures {
-			s.Failures[i].Capacity = v.Num
-		}
-	case "react_jobs":
-		n, err := v.count("react_jobs")
-		if err != nil {
-			return err
-		}
-		if n > len(s.Jobs) {
-			return fmt.Errorf("react_jobs = %d, but there are %d jobs", n, len(s.Jobs))
-		}
-		for i := range s.Jobs {
-			on := i < n
-			s.Jobs[i].React = &on
-		}
-	case "noise_sigma", "rank_sigma":
-		if v.IsStr {
-			return fmt.Errorf("%s must be a number, got %q", p.Param, v.Str)
-		}
-		if p.Param == "noise_sigma" {
-			s.Noise.Sigma = v.Num
-		} else {
-			s.Noise.RankSigma = v.Num
-		}
-	default:
-		return fmt.Errorf("unknown param %q", p.Param)
 	}
+	return fmt.Errorf("unknown param %q", p.Param)
+}
+
+func setPairs(s *Scenario, v Value) error {
+	n, err := v.count("pairs")
+	if err != nil {
+		return err
+	}
+	hit := false
+	for i := range s.External {
+		if len(s.External[i].Pairs) == 0 {
+			s.External[i].Random, hit = n, true
+		}
+	}
+	if !hit {
+		return errors.New("no external spec without explicit pairs to set")
+	}
+	return nil
+}
+
+func setP(s *Scenario, v Value) error {
+	n, err := v.count("p")
+	if err != nil {
+		return err
+	}
+	if len(s.External) == 0 {
+		return errors.New("no external spec to set")
+	}
+	for i := range s.External {
+		s.External[i].P = n
+	}
+	return nil
+}
+
+func setJobCount(s *Scenario, v Value, what string, set func(*JobSpec, int)) error {
+	n, err := v.count(what)
+	if err != nil {
+		return err
+	}
+	for i := range s.Jobs {
+		set(&s.Jobs[i], n)
+	}
+	return nil
+}
+
+func setBytes(s *Scenario, v Value) error {
+	if v.IsStr || !(v.Num > 0) {
+		return fmt.Errorf("bytes must be a number > 0, got %v", v)
+	}
+	for i := range s.Jobs {
+		s.Jobs[i].Bytes = v.Num
+	}
+	return nil
+}
+
+func setCollective(s *Scenario, v Value) error {
+	op, algo, ok := strings.Cut(v.Str, "/")
+	if !v.IsStr || !ok {
+		return fmt.Errorf(`collective must be a string "op/algo", got %v`, v)
+	}
+	for i := range s.Jobs {
+		s.Jobs[i].Op, s.Jobs[i].Algo = op, algo
+	}
+	return nil
+}
+
+func setOverlap(s *Scenario, v Value) error {
+	n, err := v.count("overlap")
+	if err != nil {
+		return err
+	}
+	hit := false
+	for i := range s.Jobs {
+		if s.Jobs[i].Placement.Kind == "overlap" {
+			s.Jobs[i].Placement.Shared, hit = n, true
+		}
+	}
+	if !hit {
+		return errors.New(`no job with an "overlap" placement to set`)
+	}
+	return nil
+}
+
+func setFailures(s *Scenario, v Value) error {
+	n, err := v.count("failures")
+	if err != nil {
+		return err
+	}
+	if len(s.Failures) == 0 {
+		return errors.New("no failure spec to set")
+	}
+	for i := range s.Failures {
+		s.Failures[i].Random = n
+	}
+	return nil
+}
+
+func setCapacity(s *Scenario, v Value) error {
+	if v.IsStr || !(v.Num > 0) {
+		return fmt.Errorf("capacity must be a number > 0, got %v", v)
+	}
+	if len(s.Failures) == 0 {
+		return errors.New("no failure spec to set")
+	}
+	for i := range s.Failures {
+		s.Failures[i].Capacity = v.Num
+	}
+	return nil
+}
+
+func setReactJobs(s *Scenario, v Value) error {
+	n, err := v.count("react_jobs")
+	if err != nil {
+		return err
+	}
+	if n > len(s.Jobs) {
+		return fmt.Errorf("react_jobs = %d, but there are %d jobs", n, len(s.Jobs))
+	}
+	for i := range s.Jobs {
+		on := i < n
+		s.Jobs[i].React = &on
+	}
+	return nil
+}
+
+func setNoise(v Value, what string, to *float64) error {
+	if v.IsStr {
+		return fmt.Errorf("%s must be a number, got %q", what, v.Str)
+	}
+	*to = v.Num
 	return nil
 }
 
