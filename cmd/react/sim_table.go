@@ -207,109 +207,101 @@ func writeSweepTable(w io.Writer, r *scenario.Result, j int) {
 	if l := oracleLegend(js0); l != "" {
 		fmt.Fprintf(w, "%s\n", l)
 	}
-	varies := tunedVaries(r, j)
+	cols := sweepColumns(r, j)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	var head []string
-	head = append(head, r.Axes...)
-	if varies {
-		head = append(head, "tuned")
+	head := make([]string, len(cols))
+	for i, c := range cols {
+		head[i] = c.head
 	}
-	head = append(head, "base GB/s", "REACT %", "min..max")
-	for _, cs := range js0.Compare {
-		head = append(head, cs.Name+" %")
+	fmt.Fprintf(tw, "%s\t\n", strings.Join(head, "\t"))
+	for ci := range r.Cells {
+		c := &r.Cells[ci]
+		row := make([]string, len(cols))
+		for i, col := range cols {
+			row[i] = col.cell(c, &c.Jobs[j])
+		}
+		fmt.Fprintf(tw, "%s\t\n", strings.Join(row, "\t"))
 	}
-	if js0.Oracle != nil {
-		head = append(head, oracleName(js0)+" %")
+	tw.Flush()
+}
+
+// sweepColumn is a column of a sweep's table: its heading and a cell's
+// entry for the job.
+type sweepColumn struct {
+	head string
+	cell func(c *scenario.CellResult, js *scenario.JobSummary) string
+}
+
+// sweepColumns are job j's columns: the axes, whether the job is tuned
+// (where that varies), the gains of REACT, every comparison and the
+// oracles, the shares, the p95 gains, the changes, and each variant's
+// time and bytes against the baseline.
+func sweepColumns(r *scenario.Result, j int) []sweepColumn {
+	js0 := &r.Cells[0].Jobs[j]
+	var cols []sweepColumn
+	add := func(head string, cell func(c *scenario.CellResult, js *scenario.JobSummary) string) {
+		cols = append(cols, sweepColumn{head, cell})
 	}
-	if js0.Climb != nil {
-		head = append(head, "oracle climb %")
-	}
-	oracle := js0.Oracle != nil
-	if oracle {
-		head = append(head, "share")
-		for _, cs := range js0.Compare {
-			head = append(head, cs.Name+" share")
+	// per comparison: a column of what the comparison's stats give
+	perCompare := func(suffix string, f func(cs *scenario.CompareSummary) string) {
+		for k, cs := range js0.Compare {
+			add(cs.Name+suffix, func(_ *scenario.CellResult, js *scenario.JobSummary) string { return f(&js.Compare[k]) })
 		}
 	}
-	head = append(head, "REACT p95 %")
-	for _, cs := range js0.Compare {
-		head = append(head, cs.Name+" p95 %")
+	orDash := func(s *scenario.Stat) string {
+		if s == nil {
+			return "-"
+		}
+		return pct(s.Mean)
 	}
+	for i, axis := range r.Axes {
+		add(axis, func(c *scenario.CellResult, _ *scenario.JobSummary) string { return c.Params[i].Value.String() })
+	}
+	if tunedVaries(r, j) {
+		add("tuned", func(_ *scenario.CellResult, js *scenario.JobSummary) string {
+			return map[bool]string{true: "yes", false: "no"}[js.Tuned]
+		})
+	}
+	add("base GB/s", func(_ *scenario.CellResult, js *scenario.JobSummary) string { return gbs(js.Baseline.AlgBW) })
+	add("REACT %", func(_ *scenario.CellResult, js *scenario.JobSummary) string { return pct(js.Improvement.Mean) })
+	add("min..max", func(_ *scenario.CellResult, js *scenario.JobSummary) string {
+		return pct(js.Improvement.Min) + ".." + pct(js.Improvement.Max)
+	})
+	perCompare(" %", func(cs *scenario.CompareSummary) string { return pct(cs.Improvement.Mean) })
+	oracle := js0.Oracle != nil
+	if oracle {
+		add(oracleName(js0)+" %", func(_ *scenario.CellResult, js *scenario.JobSummary) string { return orDash(js.OracleImprovement) })
+	}
+	if js0.Climb != nil {
+		add("oracle climb %", func(_ *scenario.CellResult, js *scenario.JobSummary) string { return orDash(js.ClimbImprovement) })
+	}
+	if oracle {
+		add("share", func(_ *scenario.CellResult, js *scenario.JobSummary) string { return shareStr(js.Share) })
+		perCompare(" share", func(cs *scenario.CompareSummary) string { return shareStr(cs.Share) })
+	}
+	add("REACT p95 %", func(_ *scenario.CellResult, js *scenario.JobSummary) string { return pct(js.ImprovementP95.Mean) })
+	perCompare(" p95 %", func(cs *scenario.CompareSummary) string { return pct(cs.ImprovementP95.Mean) })
 	if oracle {
 		o95 := "better oracle p95 %"
 		if js0.Climb == nil {
 			o95 = oracleName(js0) + " p95 %"
 		}
-		head = append(head, o95)
+		add(o95, func(_ *scenario.CellResult, js *scenario.JobSummary) string {
+			return orDash(js.BestOracleImprovementP95)
+		})
 	}
-	head = append(head, "changes (max)")
-	for _, cs := range js0.Compare {
-		head = append(head, cs.Name+" changes")
-	}
+	add("changes (max)", func(_ *scenario.CellResult, js *scenario.JobSummary) string { return changes(js.Changes) })
+	perCompare(" changes", func(cs *scenario.CompareSummary) string { return changes(cs.Changes) })
 	// A variant's mean time against the baseline's, and the bytes both
 	// send over the network an epoch.
 	if len(js0.Variants) > 0 {
-		head = append(head, "base net MB")
+		add("base net MB", func(_ *scenario.CellResult, js *scenario.JobSummary) string { return mb(js.Baseline.NetBytes) })
 	}
-	for _, v := range js0.Variants {
-		head = append(head, "base/"+v.Name+" time", v.Name+" net MB")
+	for k, v := range js0.Variants {
+		add("base/"+v.Name+" time", func(_ *scenario.CellResult, js *scenario.JobSummary) string {
+			return fmt.Sprintf("%.3f", js.Baseline.Mean/js.Variants[k].Mean)
+		})
+		add(v.Name+" net MB", func(_ *scenario.CellResult, js *scenario.JobSummary) string { return mb(js.Variants[k].NetBytes) })
 	}
-	fmt.Fprintf(tw, "%s\t\n", strings.Join(head, "\t"))
-	for _, c := range r.Cells {
-		js := &c.Jobs[j]
-		var row []string
-		for _, p := range c.Params {
-			row = append(row, p.Value.String())
-		}
-		if varies {
-			row = append(row, map[bool]string{true: "yes", false: "no"}[js.Tuned])
-		}
-		row = append(row, gbs(js.Baseline.AlgBW), pct(js.Improvement.Mean), pct(js.Improvement.Min)+".."+pct(js.Improvement.Max))
-		for _, cs := range js.Compare {
-			row = append(row, pct(cs.Improvement.Mean))
-		}
-		if js0.Oracle != nil {
-			o := "-"
-			if js.OracleImprovement != nil {
-				o = pct(js.OracleImprovement.Mean)
-			}
-			row = append(row, o)
-		}
-		if js0.Climb != nil {
-			o := "-"
-			if js.ClimbImprovement != nil {
-				o = pct(js.ClimbImprovement.Mean)
-			}
-			row = append(row, o)
-		}
-		if oracle {
-			row = append(row, shareStr(js.Share))
-			for _, cs := range js.Compare {
-				row = append(row, shareStr(cs.Share))
-			}
-		}
-		row = append(row, pct(js.ImprovementP95.Mean))
-		for _, cs := range js.Compare {
-			row = append(row, pct(cs.ImprovementP95.Mean))
-		}
-		if oracle {
-			o95 := "-"
-			if js.BestOracleImprovementP95 != nil {
-				o95 = pct(js.BestOracleImprovementP95.Mean)
-			}
-			row = append(row, o95)
-		}
-		row = append(row, changes(js.Changes))
-		for _, cs := range js.Compare {
-			row = append(row, changes(cs.Changes))
-		}
-		if len(js.Variants) > 0 {
-			row = append(row, mb(js.Baseline.NetBytes))
-		}
-		for _, v := range js.Variants {
-			row = append(row, fmt.Sprintf("%.3f", js.Baseline.Mean/v.Mean), mb(v.NetBytes))
-		}
-		fmt.Fprintf(tw, "%s\t\n", strings.Join(row, "\t"))
-	}
-	tw.Flush()
+	return cols
 }
