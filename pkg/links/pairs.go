@@ -112,49 +112,70 @@ func (m *Model) fitPairs(noise float64) {
 	m.fit.PairsCompared, m.fit.PairsContradicted = 0, 0
 	m.fit.Pairs = nil // a fresh slice: predictors of earlier fits keep theirs
 	m.pm = &pairModel{}
-	// every pair a dense index, every flow of every group its pair's
-	type gk struct {
-		p     *ten.Pattern
-		bytes float64
+	ix := m.indexPairs()
+	if len(ix.keys) == 0 {
+		return
 	}
-	groupOf := map[gk]int{}
+	all, per := m.pairResiduals(ix)
+	m.comparePairs(per, len(ix.keys), noise)
+	m.readPairs(ix.keys, all, noise)
+}
+
+// pairIndex numbers the (src, dst) pairs the groups carry and gives every
+// flow of every group its pair and its predicted log FCT under the
+// links' fit.
+type pairIndex struct {
+	groupOf map[groupKey]int
+	keys    [][2]int32
+	pairOf  [][]int32   // per group, per flow
+	logPred [][]float64 // per group, per flow
+}
+
+type groupKey struct {
+	p     *ten.Pattern
+	bytes float64
+}
+
+func (m *Model) indexPairs() pairIndex {
+	ix := pairIndex{groupOf: map[groupKey]int{}, pairOf: make([][]int32, len(m.groups)), logPred: make([][]float64, len(m.groups))}
 	idx := map[[2]int32]int32{}
-	var keys [][2]int32
-	pairOf := make([][]int32, len(m.groups))
-	logPred := make([][]float64, len(m.groups))
 	for gi, g := range m.groups {
 		m.rp.Replay(g.p, g.dag, g.bytes, &m.fit.Net, nil, g.pred)
-		logPred[gi] = make([]float64, len(g.pred))
+		ix.logPred[gi] = make([]float64, len(g.pred))
 		for f, v := range g.pred {
-			logPred[gi][f] = math.Log(v)
+			ix.logPred[gi][f] = math.Log(v)
 		}
-		groupOf[gk{g.p, g.bytes}] = gi
+		ix.groupOf[groupKey{g.p, g.bytes}] = gi
 		po := make([]int32, len(g.p.Flows))
 		for f := range g.p.Flows {
 			k := [2]int32{g.p.Flows[f].Src, g.p.Flows[f].Dst}
 			i, ok := idx[k]
 			if !ok {
-				i = int32(len(keys))
+				i = int32(len(ix.keys))
 				idx[k] = i
-				keys = append(keys, k)
+				ix.keys = append(ix.keys, k)
 			}
 			po[f] = i
 		}
-		pairOf[gi] = po
+		ix.pairOf[gi] = po
 	}
-	np := len(keys)
-	if np == 0 {
-		return
-	}
-	all := make([]acc, np)
-	per := make([]acc, np*len(m.groups)) // pair i in group g at g*np+i
+	return ix
+}
+
+// pairResiduals averages every pair's log residual per epoch, and
+// accumulates those means over all epochs (all) and per group (per: pair
+// i of group g at g*len(keys)+i).
+func (m *Model) pairResiduals(ix pairIndex) (all, per []acc) {
+	np := len(ix.keys)
+	all = make([]acc, np)
+	per = make([]acc, np*len(m.groups))
 	sum := make([]float64, np)
 	cnt := make([]int, np)
 	var touched []int32
 	for i := range m.obs {
 		o := &m.obs[i]
-		gi := groupOf[gk{o.p, o.bytes}]
-		lp, po := logPred[gi], pairOf[gi]
+		gi := ix.groupOf[groupKey{o.p, o.bytes}]
+		lp, po := ix.logPred[gi], ix.pairOf[gi]
 		for f, v := range o.logFCT {
 			k := po[f]
 			if cnt[k] == 0 {
@@ -171,9 +192,15 @@ func (m *Model) fitPairs(noise float64) {
 		}
 		touched = touched[:0]
 	}
-	// A pair is a pair whatever pattern it runs in: one whose residual
-	// differs between two patterns (each over a batch of epochs or more)
-	// is slowed by its place in the pattern, not by its path.
+	return all, per
+}
+
+// comparePairs counts the pairs measured in two groups and those whose
+// residuals contradict each other there. A pair is a pair whatever
+// pattern it runs in: one whose residual differs between two patterns
+// (each over a batch of epochs or more) is slowed by its place in the
+// pattern, not by its path.
+func (m *Model) comparePairs(per []acc, np int, noise float64) {
 	for k := range np {
 		var a, b *acc // the two groups with the most epochs of the pair
 		for gi := range m.groups {
@@ -195,6 +222,12 @@ func (m *Model) fitPairs(noise float64) {
 			m.fit.PairsContradicted++
 		}
 	}
+}
+
+// readPairs sets the judge's slow pairs and the fit's pairs that stand
+// out, in (src, dst) order.
+func (m *Model) readPairs(keys [][2]int32, all []acc, noise float64) {
+	np := len(keys)
 	means := make([]float64, np)
 	mu := 0.0
 	for k := range all {

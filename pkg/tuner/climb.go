@@ -78,49 +78,11 @@ type search struct {
 // one (more than replayAll flows in all) is screened by the quick estimate
 // within screenBudget, and the shortlist best by it are replayed.
 func (sr *search) neighbours(n node, keep int) []node {
-	type cand struct {
-		s   transform.Swap
-		dag *critpath.DAG
-		est float64
-	}
-	stepped := sr.pr.Net().Stepped
-	var pdag *critpath.DAG
-	if !stepped {
-		pdag = critpath.New(n.p)
-	}
-	// dagOf is a candidate's DAG: a relabelling within chunks keeps every
-	// dependency, and the stepped replay needs none.
-	dagOf := func(s transform.Swap, q *ten.Pattern) *critpath.DAG {
-		switch {
-		case stepped:
-			return nil
-		case s.Kind == transform.Position:
-			return critpath.New(q)
-		}
-		return pdag
-	}
-	flows := len(n.p.Flows)
-	limit := min(screenBudget, sr.screened+screenPerClimb)
-	var cs []cand
-	for s := range candidates(n.p, sr.suspects) {
-		if sr.screened >= limit {
-			break
-		}
-		sr.screened += flows
-		cs = append(cs, cand{s: s})
-	}
-	screen := len(cs)*flows > replayAll
-	var q ten.Pattern // scratch: a candidate is copied out only to be kept
-	if screen {
-		for i := range cs {
-			transform.ApplyInto(&q, n.p, cs[i].s)
-			cs[i].dag = dagOf(cs[i].s, &q)
-			cs[i].est = sr.pr.Estimate(&q, cs[i].dag, sr.t.bytes)
-		}
-		slices.SortStableFunc(cs, func(a, b cand) int { return cmp.Compare(a.est, b.est) })
-	}
+	dagOf := sr.dags(n.p)
+	cs, screen := sr.screen(n.p, dagOf)
 	var out []node
 	listed := 0
+	var q ten.Pattern // scratch: a candidate is copied out only to be kept
 	for _, c := range cs {
 		if (screen && listed >= shortlist+keep) || sr.work >= judgeBudget {
 			break
@@ -133,16 +95,7 @@ func (sr *search) neighbours(n node, keep int) []node {
 		v, ok := sr.judged[string(key)]
 		if !ok {
 			listed++
-			v = -1
-			if c.s.Kind == transform.Position || semantics.Check(&q) == nil {
-				sr.evaluated++
-				sr.work += len(q.Flows)
-				dag := c.dag
-				if dag == nil && !screen {
-					dag = dagOf(c.s, &q)
-				}
-				v = sr.pr.Time(&q, dag, sr.t.bytes)
-			}
+			v = sr.judge(&q, c, screen, dagOf)
 			sr.judged[string(key)] = v
 		}
 		if v < 0 || v >= n.t*(1-1e-3) {
@@ -159,6 +112,75 @@ func (sr *search) neighbours(n node, keep int) []node {
 		}
 	}
 	return out
+}
+
+// cand is a swap of a neighbourhood, with its candidate's DAG and quick
+// estimate where the neighbourhood was screened.
+type cand struct {
+	s   transform.Swap
+	dag *critpath.DAG
+	est float64
+}
+
+// dags returns how a candidate q = s(p) gets its DAG: a relabelling within
+// chunks keeps every dependency of p's, and the stepped replay needs none.
+func (sr *search) dags(p *ten.Pattern) func(s transform.Swap, q *ten.Pattern) *critpath.DAG {
+	stepped := sr.pr.Net().Stepped
+	var pdag *critpath.DAG
+	if !stepped {
+		pdag = critpath.New(p)
+	}
+	return func(s transform.Swap, q *ten.Pattern) *critpath.DAG {
+		switch {
+		case stepped:
+			return nil
+		case s.Kind == transform.Position:
+			return critpath.New(q)
+		}
+		return pdag
+	}
+}
+
+// screen lists p's candidates within this neighbourhood's share of
+// screenBudget and, where they are too many to replay whole, sorts them
+// by the quick estimate (screen true).
+func (sr *search) screen(p *ten.Pattern, dagOf func(transform.Swap, *ten.Pattern) *critpath.DAG) ([]cand, bool) {
+	flows := len(p.Flows)
+	limit := min(screenBudget, sr.screened+screenPerClimb)
+	var cs []cand
+	for s := range candidates(p, sr.suspects) {
+		if sr.screened >= limit {
+			break
+		}
+		sr.screened += flows
+		cs = append(cs, cand{s: s})
+	}
+	screen := len(cs)*flows > replayAll
+	if screen {
+		var q ten.Pattern
+		for i := range cs {
+			transform.ApplyInto(&q, p, cs[i].s)
+			cs[i].dag = dagOf(cs[i].s, &q)
+			cs[i].est = sr.pr.Estimate(&q, cs[i].dag, sr.t.bytes)
+		}
+		slices.SortStableFunc(cs, func(a, b cand) int { return cmp.Compare(a.est, b.est) })
+	}
+	return cs, screen
+}
+
+// judge is the replay's time of candidate q (c's swap applied), -1 where
+// the semantics check refuses it.
+func (sr *search) judge(q *ten.Pattern, c cand, screen bool, dagOf func(transform.Swap, *ten.Pattern) *critpath.DAG) float64 {
+	if c.s.Kind != transform.Position && semantics.Check(q) != nil {
+		return -1
+	}
+	sr.evaluated++
+	sr.work += len(q.Flows)
+	dag := c.dag
+	if dag == nil && !screen {
+		dag = dagOf(c.s, q)
+	}
+	return sr.pr.Time(q, dag, sr.t.bytes)
 }
 
 // climb walks from the pattern in force to the best pattern the model
