@@ -104,25 +104,34 @@ func (s *Scenario) prepare(read func(string) ([]byte, error)) error {
 	if err := s.checkCompare(); err != nil {
 		return err
 	}
-	sw := s.Sweep
+	combos, err := sweepCombos(s.Sweep)
+	if err != nil {
+		return err
+	}
+	return s.buildCells(combos)
+}
+
+// sweepCombos lists the sweep's cells, each the parameters it sets (one
+// cell of none without a sweep).
+func sweepCombos(sw *SweepSpec) ([][]Param, error) {
 	if sw == nil {
 		sw = &SweepSpec{}
 	}
 	if sw.Seeds < 0 {
-		return fmt.Errorf("sweep: seeds = %d, want >= 1", sw.Seeds)
+		return nil, fmt.Errorf("sweep: seeds = %d, want >= 1", sw.Seeds)
 	}
 	combos := [][]Param{nil}
 	seen := map[string]bool{}
 	for i, ax := range sw.Axes {
 		if !knownParam(ax.Param) {
-			return fmt.Errorf("sweep: axes[%d]: unknown param %q (want one of %s)", i, ax.Param, strings.Join(paramNames(), ", "))
+			return nil, fmt.Errorf("sweep: axes[%d]: unknown param %q (want one of %s)", i, ax.Param, strings.Join(paramNames(), ", "))
 		}
 		if seen[ax.Param] {
-			return fmt.Errorf("sweep: axes[%d]: param %q swept twice", i, ax.Param)
+			return nil, fmt.Errorf("sweep: axes[%d]: param %q swept twice", i, ax.Param)
 		}
 		seen[ax.Param] = true
 		if len(ax.Values) == 0 {
-			return fmt.Errorf("sweep: axes[%d] (%s): no values", i, ax.Param)
+			return nil, fmt.Errorf("sweep: axes[%d] (%s): no values", i, ax.Param)
 		}
 		var next [][]Param
 		for _, c := range combos {
@@ -133,8 +142,14 @@ func (s *Scenario) prepare(read func(string) ([]byte, error)) error {
 		combos = next
 	}
 	if len(combos) > maxCells {
-		return fmt.Errorf("sweep: %d cells, at most %d", len(combos), maxCells)
+		return nil, fmt.Errorf("sweep: %d cells, at most %d", len(combos), maxCells)
 	}
+	return combos, nil
+}
+
+// buildCells makes every cell's scenario, checks it and builds its jobs'
+// and variants' patterns, within maxFlows over all cells.
+func (s *Scenario) buildCells(combos [][]Param) error {
 	flows := 0
 	for _, ps := range combos {
 		c := &cell{params: ps, sc: s.clone()}
