@@ -194,17 +194,39 @@ func DecodeFCTBatch(data []byte) (*FCTBatch, error) {
 func decodeFCTBatch(data []byte) (*FCTBatch, error) {
 	r := bytes.NewReader(data)
 	d := reader{d: msgpack.NewDecoder(r), r: r, data: data}
+	f, err := d.fctBatchFields()
+	if err != nil {
+		return nil, err
+	}
+	if r.Len() > 0 {
+		return nil, fmt.Errorf("trailing garbage: %d bytes after the batch map", r.Len())
+	}
+	return f.batch()
+}
+
+// fctBatchKeys are a batch map's keys; fctBatchFields.ints is indexed
+// like them.
+func fctBatchKeys() [9]string {
+	return [...]string{"format", "epoch0", "version", "epochs", "nflows", "fct", "elapsed", "arrival", "entry"}
+}
+
+// fctBatchFields is a batch map as read, its columns not yet checked
+// against its counts.
+type fctBatchFields struct {
+	ints          [5]int64 // epoch0, version, epochs, nflows at 1-4
+	fct, ela, ent columnValue
+	arrival       bool
+	seen          int // bit k: fctBatchKeys()[k] was read
+}
+
+// fctBatchFields reads the batch map: every key once, unknown keys
+// skipped, every required key present.
+func (d *reader) fctBatchFields() (*fctBatchFields, error) {
 	n, err := d.mapLen("fct batch")
 	if err != nil {
 		return nil, err
 	}
-	names := [...]string{"format", "epoch0", "version", "epochs", "nflows", "fct", "elapsed", "arrival", "entry"}
-	var (
-		ints          [5]int64 // indexed like names; [0] unused
-		fct, ela, ent columnValue
-		arrival       bool
-		seen          int
-	)
+	f := &fctBatchFields{}
 	limits := [5][2]int64{{}, {0, maxEpoch}, {0, math.MaxInt32}, {1, math.MaxInt32}, {1, math.MaxInt32}}
 	for range n {
 		key, err := d.str("fct batch key")
@@ -212,7 +234,7 @@ func decodeFCTBatch(data []byte) (*FCTBatch, error) {
 			return nil, err
 		}
 		k := -1
-		for i, name := range names {
+		for i, name := range fctBatchKeys() {
 			if key == name {
 				k = i
 			}
@@ -223,10 +245,10 @@ func decodeFCTBatch(data []byte) (*FCTBatch, error) {
 			}
 			continue
 		}
-		if seen&(1<<k) != 0 {
+		if f.seen&(1<<k) != 0 {
 			return nil, fmt.Errorf("key %q appears twice", key)
 		}
-		seen |= 1 << k
+		f.seen |= 1 << k
 		switch key {
 		case "format":
 			s, err := d.str(key)
@@ -237,51 +259,48 @@ func decodeFCTBatch(data []byte) (*FCTBatch, error) {
 				return nil, fmt.Errorf("format: %q is not %q", s, BatchFormat)
 			}
 		case "fct":
-			if err := d.column(key, &fct, 2); err != nil {
-				return nil, err
-			}
+			err = d.column(key, &f.fct, 2)
 		case "elapsed":
-			if err := d.column(key, &ela, 2); err != nil {
-				return nil, err
-			}
+			err = d.column(key, &f.ela, 2)
 		case "entry":
-			if err := d.column(key, &ent, 2); err != nil {
-				return nil, err
-			}
+			err = d.column(key, &f.ent, 2)
 		case "arrival":
-			if arrival, err = d.bool(key); err != nil {
-				return nil, err
-			}
+			f.arrival, err = d.bool(key)
 		default:
-			if ints[k], err = d.int(key, limits[k][0], limits[k][1]); err != nil {
-				return nil, err
-			}
+			f.ints[k], err = d.int(key, limits[k][0], limits[k][1])
+		}
+		if err != nil {
+			return nil, err
 		}
 	}
-	if r.Len() > 0 {
-		return nil, fmt.Errorf("trailing garbage: %d bytes after the batch map", r.Len())
-	}
-	for i, name := range names {
-		if seen&(1<<i) == 0 && name != "arrival" && name != "entry" {
+	return f, nil
+}
+
+// batch checks the columns' shapes against the counts and builds the
+// batch.
+func (f *fctBatchFields) batch() (*FCTBatch, error) {
+	for i, name := range fctBatchKeys() {
+		if f.seen&(1<<i) == 0 && name != "arrival" && name != "entry" {
 			return nil, fmt.Errorf("key %q missing", name)
 		}
 	}
-	b := &FCTBatch{Epoch0: int(ints[1]), Version: int(ints[2]), Epochs: int(ints[3]), Flows: int(ints[4]), Arrival: arrival}
-	fb, err := fct.check("<f8", 8, []int64{ints[3], ints[4]}, "epochs and nflows")
+	epochs, flows := f.ints[3], f.ints[4]
+	b := &FCTBatch{Epoch0: int(f.ints[1]), Version: int(f.ints[2]), Epochs: int(epochs), Flows: int(flows), Arrival: f.arrival}
+	fb, err := f.fct.check("<f8", 8, []int64{epochs, flows}, "epochs and nflows")
 	if err != nil {
 		return nil, fmt.Errorf("fct: %w", err)
 	}
-	eb, err := ela.check("<f8", 8, []int64{ints[3]}, "epochs")
+	eb, err := f.ela.check("<f8", 8, []int64{epochs}, "epochs")
 	if err != nil {
 		return nil, fmt.Errorf("elapsed: %w", err)
 	}
 	b.FCT, b.Elapsed = readFloats(fb), readFloats(eb)
-	if ent.present {
+	if ent := &f.ent; ent.present {
 		// the rank count is the column's own second dimension
 		if len(ent.shape) != 2 || ent.shape[1] < 1 || ent.shape[1] > maxEntryRanks {
-			return nil, fmt.Errorf("entry: shape %v, want [%d, ranks] with ranks in [1, %d]", ent.shape, ints[3], maxEntryRanks)
+			return nil, fmt.Errorf("entry: shape %v, want [%d, ranks] with ranks in [1, %d]", ent.shape, epochs, maxEntryRanks)
 		}
-		nb, err := ent.check("<f8", 8, []int64{ints[3], ent.shape[1]}, "epochs and the column's ranks")
+		nb, err := ent.check("<f8", 8, []int64{epochs, ent.shape[1]}, "epochs and the column's ranks")
 		if err != nil {
 			return nil, fmt.Errorf("entry: %w", err)
 		}
