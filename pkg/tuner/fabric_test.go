@@ -3,6 +3,7 @@ package tuner_test
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 
@@ -100,7 +101,12 @@ func fabricTrials(t *testing.T, oneHost bool) int {
 // tries the pair history's swaps and keeps what gains; where only the
 // timing spreads (the measured time steady, as under a clock's jitter), it
 // tries nothing on the spread alone (a pair that stands out by chance
-// still leads to a trial).
+// still leads to a trial). Where it follows, every seed reaches the best
+// ring the swaps reach (x0.762: it crosses the pods twice), and trials at
+// that best pattern stay few: the reverts that cost no wait after a keep
+// and one after the wait, 8 changes in seed 1 (with no wait after any
+// revert 14, with four free after a keep 10). Before those two free
+// reverts, seed 2 ended at x0.857.
 func TestFabricSpreadTheCollectiveFollows(t *testing.T) {
 	t.Parallel()
 	cross := func(a, b int32) bool { return a%2 != b%2 }
@@ -123,8 +129,11 @@ func TestFabricSpreadTheCollectiveFollows(t *testing.T) {
 				return 1
 			}
 			changes := 0
+			var times []float64 // the pattern in force's, epoch by epoch
+			var changedAt []int // epochs of the changes
 			for e := 0; e < 150; e++ {
 				q, _ := tu.Pattern(e)
+				times = append(times, truth(q))
 				fct := fixture.FCTs(q, msg, law)
 				elapsed, _ := critpath.New(q).Critical(fct)
 				if !follows {
@@ -139,18 +148,31 @@ func TestFabricSpreadTheCollectiveFollows(t *testing.T) {
 				}
 				if d != nil && d.Pattern != nil {
 					changes++
+					changedAt = append(changedAt, e)
 				}
 			}
 			end, _ := tu.Pattern(150)
-			t.Logf("collective follows %v, seed %d: %d changes, time x%.3f", follows, seed, changes, truth(end)/truth(p))
+			// the first epoch the pattern in force was as fast as the one
+			// it ends with
+			best := slices.IndexFunc(times, func(v float64) bool { return v <= truth(end)*(1+1e-9) })
+			atBest := 0
+			for _, e := range changedAt {
+				if e >= best {
+					atBest++
+				}
+			}
+			t.Logf("collective follows %v, seed %d: %d changes, %d of them from epoch %d on, time x%.3f", follows, seed, changes, atBest, best, truth(end)/truth(p))
 			if truth(end) > 1.01*truth(p) {
 				t.Errorf("seed %d: the pattern in force takes x%.3f the initial one's time", seed, truth(end)/truth(p))
 			}
 			if truth(end) < 0.95*truth(p) {
 				gained++
 			}
-			if changes > 8 {
-				t.Errorf("seed %d: %d changes in 150 epochs", seed, changes)
+			if follows && truth(end) > 0.77*truth(p) {
+				t.Errorf("seed %d: the run ends at x%.3f of the initial time, x0.762 is reachable", seed, truth(end)/truth(p))
+			}
+			if atBest > 8 || changes > 16 {
+				t.Errorf("seed %d: %d changes in 150 epochs, %d at the pattern it ends with", seed, changes, atBest)
 			}
 		}
 		switch {

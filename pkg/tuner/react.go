@@ -59,7 +59,7 @@ type reactLoop struct {
 	// fabricMissed: a fabric trial was reverted since the last kept change
 	fabricMissed bool
 	// fabricKept: a fabric trial was kept in this run; fabricReverts:
-	// fabric trials reverted in it
+	// fabric trials reverted since the last kept one (or the run's start)
 	fabricKept    bool
 	fabricReverts int
 	spread        spreadRec  // fabricTrial
@@ -296,15 +296,20 @@ func (t *reactLoop) judgePending(d *Decision, epoch int) bool {
 			// its trials are blind draws among swaps the model cannot
 			// tell apart, one that missed says nothing of the next, and
 			// the paper's loop, which tries again at once, found more
-			// there (held-out seeds: fabricTrial). Once one has been
-			// kept, the pattern may be the best the fallback reaches,
-			// where trials are pure cost: twice the model's wait. The
-			// steady ranks its swaps moved are where they were again:
-			// candidates again (before, they stayed excluded for the rest
-			// of the run); those a kept change moved stay excluded.
+			// there (held-out seeds: fabricTrial). After a kept one,
+			// fabricFreeAfterKeep; past those, the pattern may be the
+			// best the fallback reaches, where trials are pure cost:
+			// twice the model's wait. The steady ranks its swaps moved
+			// are where they were again: candidates again (before, they
+			// stayed excluded for the rest of the run); those a kept
+			// change moved stay excluded.
 			t.backoff *= 2
 			t.fabricReverts++
-			if !t.fabricKept && t.fabricReverts < t.cfg.EMax {
+			free := t.cfg.EMax - 1
+			if t.fabricKept {
+				free = fabricFreeAfterKeep
+			}
+			if t.fabricReverts <= free {
 				t.backoff = 0
 			}
 			t.fabricMissed = true
@@ -325,7 +330,9 @@ func (t *reactLoop) judgePending(d *Decision, epoch int) bool {
 		return false
 	}
 	d.Kept = true
-	t.fabricKept = t.fabricKept || ev.fabric
+	if ev.fabric {
+		t.fabricKept, t.fabricReverts = true, 0
+	}
 	n := len(ev.after.e) - len(t.elapsed) // the kept pattern's earlier batches
 	t.hist = times{e: slices.Clone(ev.after.e[:n]), c: slices.Clone(ev.after.c[:n])}
 	t.reverts, t.backoff, t.miss, t.fabricMissed = 0, 0, nil, false
