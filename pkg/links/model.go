@@ -47,6 +47,12 @@ type obs struct {
 	logFCT          []float64 // log of every flow's FCT, taken once
 }
 
+// groupKey is what the kept epochs are grouped by: pattern and size.
+type groupKey struct {
+	p     *ten.Pattern
+	bytes float64
+}
+
 // group is every kept epoch that ran one pattern at one size: the fit's
 // unit of data.
 type group struct {
@@ -189,17 +195,13 @@ func (m *Model) dag(p *ten.Pattern) *critpath.DAG {
 // buildGroups collects the kept epochs by (pattern, size) and measures the
 // epoch-to-epoch noise.
 func (m *Model) buildGroups() (noise float64) {
-	type gk struct {
-		p     *ten.Pattern
-		bytes float64
-	}
-	idx := map[gk]*group{}
+	idx := map[groupKey]*group{}
 	m.groups = m.groups[:0]
 	for _, o := range m.obs {
-		g := idx[gk{o.p, o.bytes}]
+		g := idx[groupKey{o.p, o.bytes}]
 		if g == nil {
 			g = &group{p: o.p, dag: m.dag(o.p), bytes: o.bytes, logObs: make([]float64, len(o.logFCT)), pred: make([]float64, len(o.logFCT))}
-			idx[gk{o.p, o.bytes}] = g
+			idx[groupKey{o.p, o.bytes}] = g
 			m.groups = append(m.groups, g)
 		}
 		g.n++
@@ -215,7 +217,7 @@ func (m *Model) buildGroups() (noise float64) {
 	// pooled within-group variance of log FCT
 	ss, dof := 0.0, 0
 	for _, o := range m.obs {
-		g := idx[gk{o.p, o.bytes}]
+		g := idx[groupKey{o.p, o.bytes}]
 		if g.n < 2 {
 			continue
 		}

@@ -131,11 +131,6 @@ type pairIndex struct {
 	logPred [][]float64 // per group, per flow
 }
 
-type groupKey struct {
-	p     *ten.Pattern
-	bytes float64
-}
-
 func (m *Model) indexPairs() pairIndex {
 	ix := pairIndex{groupOf: map[groupKey]int{}, pairOf: make([][]int32, len(m.groups)), logPred: make([][]float64, len(m.groups))}
 	idx := map[[2]int32]int32{}
