@@ -244,9 +244,9 @@ const (
 	// several batches make significant. Its bar and level were 0.5 and
 	// 0.99 over 18 epochs of one pattern: held-out seeds 4-43 of
 	// overhead-noise, 0.25 and 0.975 over 48 epochs of any patterns gain
-	// 1.0 point (0.3), the rings at a noise of 0.2 3-6; at 0.95 the noisy
-	// star (no congestion) made a trial in 4 runs of 640, at 0.99 the
-	// gain was half.
+	// 1.0 point (0.3), the rings at a noise of 0.2 3-6; the noisy star
+	// (no congestion) made a trial in 1 run of 640 (a costless one), at
+	// 0.95 in 4, and at 0.99 the gain was half.
 	spreadCorr  = 0.25 // of the epochs' critical paths and measured times
 	spreadLevel = 0.975
 	// epochs the correlation is measured over, the latest of whichever
