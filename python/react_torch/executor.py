@@ -89,27 +89,39 @@ def combine(acc: torch.Tensor, x: torch.Tensor, name: str) -> None:
 
 class _Recv:
     """One message being received: its buffer, its segments' works, and
-    where each segment's elements go."""
+    where each segment's elements go. named() gives the call's and the
+    peer's names, made only for an error."""
 
-    __slots__ = ("msg", "buf", "parts", "kinds", "segs", "works", "stamp", "what", "peer")
+    __slots__ = ("msg", "buf", "parts", "kinds", "segs", "works", "stamp", "named")
 
     def __init__(self, msg: Message, buf: torch.Tensor, parts: List[torch.Tensor], kinds: List[int], segs: List[Tuple[int, int]],
-                 what: str = "collective", peer: str = ""):
+                 named: Optional[Callable[[int], Tuple[str, str]]] = None):
         self.msg, self.buf, self.parts, self.kinds, self.segs = msg, buf, parts, kinds, segs
         self.works: list = []
         self.stamp = 0.0
-        self.what, self.peer = what, peer or str(msg.src)
+        self.named = named
 
     def _wait(self, w) -> None:
         try:
             w.wait()
         except Exception as e:
-            raise PeerError(self.what, self.msg.step, "receiving from", self.peer, e) from e
+            what, peer = self.named(self.msg.src) if self.named is not None else ("collective", str(self.msg.src))
+            raise PeerError(what, self.msg.step, "receiving from", peer, e) from e
 
     def apply(self, i: int, reduce: str) -> None:
         """Applies segment i's elements to the parts it covers."""
-        lo, hi = self.segs[i]
         if self.buf is None:  # received in place
+            return
+        lo, hi = self.segs[i]
+        if len(self.parts) == 1:
+            dst = self.parts[0]
+            src = self.buf
+            if lo != 0 or hi != dst.numel():
+                dst, src = dst[lo:hi], src[lo:hi]
+            if self.kinds[0] == REDUCE:
+                combine(dst, src, reduce)
+            else:
+                dst.copy_(src)
             return
         off = 0
         for part, kind in zip(self.parts, self.kinds):
@@ -141,118 +153,132 @@ class _Dataflow:
     the same elements are applied in step order; a receive is applied only
     after every send of its step or earlier that reads its elements has
     completed; sends to one peer go in step order (tags repeat every
-    tag_steps steps and Gloo matches a tag in order)."""
+    tag_steps steps and Gloo matches a tag in order).
+
+    Each event does work in what it can change only: a segment applied
+    looks at the sends that wait for its receive (the plan's rdeps), a
+    receive applied in full at the receives after it (the plan's next);
+    a call is a few Python steps a message."""
 
     def __init__(self, ex: "Executor", p: Pattern, pl: Plan, work: torch.Tensor, reduce: str, salt: int):
         self.ex, self.p, self.pl, self.work, self.reduce, self.salt = ex, p, pl, work, reduce, salt
-        self.what = f"{p.op} of {work.numel()} {str(work.dtype).replace('torch.', '')} ({p.algo} pattern)"
+
+    @property
+    def what(self) -> str:
+        """The call as errors name it (made only for an error)."""
+        w, p = self.work, self.p
+        return f"{p.op} of {w.numel()} {str(w.dtype).replace('torch.', '')} ({p.algo} pattern)"
+
+    def named(self, peer: int) -> Tuple[str, str]:
+        return self.what, self.ex.peer(peer)
 
     def run(self, t0: float) -> Plan:
-        ex, pl, work = self.ex, self.pl, self.work
-        ns, nr = len(pl.sends), len(pl.recvs)
+        ex, pl, work, reduce = self.ex, self.pl, self.work, self.reduce
+        pg = ex.pg
+        sends, nr = pl.sends, len(pl.recvs)
+        salt = self.salt
         arrivals = pl.arrivals
-        recvs: List[Optional[_Recv]] = []
+        recvs: List[Optional[_Recv]] = [None] * nr
         scratch = ex._scratch(pl.need, work) if pl.need else None
         # post every receive, in step order (one of no elements has its
         # arrivals set by the plan)
-        for m in pl.recvs:
-            n = m.size
-            if n == 0:
-                recvs.append(None)
+        for j, m in enumerate(pl.recvs):
+            if m.size == 0:
                 continue
-            into = [work[lo:hi] for lo, hi in m.ranges]
-            buf = into[0] if m.direct else scratch[m.offset : m.offset + n]
-            r = _Recv(m, None if m.direct else buf, into, m.kinds, m.segs, self.what, ex.peer(m.src))
-            for i, (a, b) in enumerate(r.segs):
-                r.works.append(ex.pg.recv([buf[a:b]], m.src, tag(pl, self.salt, m, i)))
-            recvs.append(r)
+            rs = m.ranges
+            into = [work[lo:hi] for lo, hi in rs] if len(rs) > 1 else [work[rs[0][0] : rs[0][1]]]
+            buf = into[0] if m.direct else scratch[m.offset : m.offset + m.size]
+            r = _Recv(m, None if m.direct else buf, into, m.kinds, m.segs, self.named)
+            t = tag(pl, salt, m, 0)  # a segment's is t + its index
+            segs = m.segs
+            r.works = [pg.recv([buf], m.src, t)] if len(segs) == 1 else [pg.recv([buf[a:b]], m.src, t + i) for i, (a, b) in enumerate(segs)]
+            recvs[j] = r
         # Each segment is applied, and what it unblocks sent, by the thread
         # that saw it arrive, under the call's lock: no hand-off to another
         # thread. Where one peer sends to this rank the calling thread waits
         # for its messages, else a pool thread for each peer's (a Gloo
         # receive completes only in wait(), and a peer's messages arrive in
         # the order it sends them).
-        by_peer = [[(j, recvs[j]) for j in js] for js in pl.by_peer.values()]
         lock = threading.Lock()
-        finished = threading.Event()
+        by_peer = pl.by_peer
+        finished = threading.Event() if len(by_peer) > 1 else None  # where pool threads follow the peers
         errors: List[BaseException] = []
-        left = [sum(r is not None for r in recvs)]  # receives not yet applied in full
-        # what has been applied: segments per receive (a receive of no
-        # elements counts as done)
-        done = [len(r.segs) if r is not None else 0 for r in recvs]
-        applied = [0] * nr
+        left = [nr - recvs.count(None)]  # receives not yet applied in full
+        applied = [0] * nr  # segments applied, per receive
         arrived = [0] * nr
-        full = [r is None for r in recvs]
-        # sends: their buffers, segments, what each segment waits for
-        sbuf: List[Optional[torch.Tensor]] = [None] * ns
+        full = [r is None for r in recvs]  # a receive of no elements counts as applied
+        sbuf: List[Optional[torch.Tensor]] = [None] * len(sends)
+        sent = [0] * len(sends)  # segments issued
+        works: List[List] = [[] for _ in sends]
         per_peer = pl.per_peer
-        sent = [0] * ns  # segments issued
-        works: List[List] = [[] for _ in range(ns)]
-        peer_next: Dict[int, int] = {}  # per peer: the next send (index) it may take, in step order
+        peer_next = dict.fromkeys(per_peer, 0)  # per peer: the next send (index) it may take, in step order
 
-        def ready(i: int, seg: int) -> bool:
-            m = pl.sends[i]
+        def ready(m: Message, seg: int) -> bool:
             for ok, j in zip(m.aligned, m.deps):
                 if not (applied[j] > seg if ok else full[j]):
                     return False
             return True
 
-        def issue() -> None:
-            for peer, order in per_peer.items():
-                k = peer_next.get(peer, 0)
-                while k < len(order):
-                    i = order[k]
-                    m = pl.sends[i]
-                    while sent[i] < len(m.segs) and ready(i, sent[i]):
-                        if sbuf[i] is None:
-                            rs = m.ranges
-                            sbuf[i] = work[rs[0][0] : rs[0][1]] if len(rs) == 1 else torch.cat([work[lo:hi] for lo, hi in rs])
+        def advance(peer: int) -> None:
+            """Sends to peer what has become ready, in step order."""
+            order = per_peer[peer]
+            k = peer_next[peer]
+            while k < len(order):
+                i = order[k]
+                m = sends[i]
+                n = len(m.segs)
+                while sent[i] < n and ready(m, sent[i]):
+                    if sbuf[i] is None:
+                        rs = m.ranges
+                        sbuf[i] = work[rs[0][0] : rs[0][1]] if len(rs) == 1 else torch.cat([work[lo:hi] for lo, hi in rs])
+                    if n == 1:
+                        out = sbuf[i]
+                    else:
                         a, b = m.segs[sent[i]]
-                        works[i].append(ex.pg.send([sbuf[i][a:b]], m.dst, tag(pl, self.salt, m, sent[i])))
-                        sent[i] += 1
-                    if sent[i] < len(m.segs):
-                        break
-                    k += 1
-                peer_next[peer] = k
+                        out = sbuf[i][a:b]
+                    works[i].append(pg.send([out], m.dst, tag(pl, salt, m, sent[i])))
+                    sent[i] += 1
+                if sent[i] < n:
+                    break
+                k += 1
+            peer_next[peer] = k
 
         def wait_sends(idx: List[int]) -> None:
             for i in idx:
-                if sent[i] < len(pl.sends[i].segs):
-                    raise RuntimeError(f"react_torch: {self.what}: send {i} of step {pl.sends[i].step} not issued before a later receive "
+                if sent[i] < len(sends[i].segs):
+                    raise RuntimeError(f"react_torch: {self.what}: send {i} of step {sends[i].step} not issued before a later receive "
                                        f"overwrites its elements (please report)")
                 for w in works[i]:
                     try:
                         w.wait()
                     except Exception as e:
-                        raise PeerError(self.what, pl.sends[i].step, "sending to", ex.peer(pl.sends[i].dst), e) from e
+                        raise PeerError(self.what, sends[i].step, "sending to", ex.peer(sends[i].dst), e) from e
                 works[i] = []
 
-        def apply_what_can() -> None:
-            progress = True
-            while progress:
-                progress = False
-                for j, r in enumerate(recvs):
-                    if r is None or full[j] or applied[j] >= arrived[j]:
-                        continue
-                    m = r.msg
-                    if m.after >= 0 and not full[m.after]:
-                        continue
+        def apply_from(j: int) -> None:
+            """Applies what has arrived of receive j, and of the receives
+            its completion lets go, sending what that unblocks."""
+            todo = [j]
+            while todo:
+                j = todo.pop()
+                r = recvs[j]
+                m = r.msg
+                if full[j] or (m.after >= 0 and not full[m.after]):
+                    continue
+                while applied[j] < arrived[j]:
                     if applied[j] == 0 and m.war:
                         wait_sends(m.war)
-                    r.apply(applied[j], self.reduce)
+                    r.apply(applied[j], reduce)
                     applied[j] += 1
-                    if applied[j] == done[j]:
-                        full[j] = True
-                        left[0] -= 1
-                        arrivals[m.at : m.at + len(m.flows)] = max(r.stamp - t0, 1e-9)
-                    progress = True
-                    issue()
-
-        def arrive(j: int, i: int) -> None:
-            arrived[j] = i + 1
-            apply_what_can()
-            if left[0] == 0:
-                finished.set()
+                    for peer in pl.rdeps_peers[j]:
+                        advance(peer)
+                if applied[j] == len(r.segs):
+                    full[j] = True
+                    left[0] -= 1
+                    arrivals[m.at : m.at + len(m.flows)] = max(r.stamp - t0, 1e-9)
+                    for peer in pl.rdeps_full_peers[j]:
+                        advance(peer)
+                    todo.extend(pl.next[j])
 
         def follow(rs: List[Tuple[int, _Recv]]) -> None:
             try:
@@ -260,30 +286,37 @@ class _Dataflow:
                     with lock:
                         if errors:
                             return
-                        arrive(j, i)
+                        arrived[j] = i + 1
+                        apply_from(j)
+                        if left[0] == 0 and finished is not None:
+                            finished.set()
             except BaseException as e:
                 errors.append(e)
-                finished.set()
+                if finished is not None:
+                    finished.set()
 
         with lock:
-            issue()
+            for peer in per_peer:
+                advance(peer)
         if len(by_peer) == 1:
-            follow(by_peer[0])
+            for js in by_peer.values():
+                follow([(j, recvs[j]) for j in js])
         elif by_peer:
             # the calling thread waits on none of them: a peer's failure
             # ends the call at once, not after another peer's timeout
             pool = ex._pool(len(by_peer))
-            for rs in by_peer:
-                pool.submit(follow, rs)
+            for js in by_peer.values():
+                pool.submit(follow, [(j, recvs[j]) for j in js])
             while not finished.wait(0.5):
                 pass
         if errors:
             raise errors[0]
-        issue()
-        for i in range(ns):
-            if sent[i] < len(pl.sends[i].segs):
-                raise RuntimeError(f"react_torch: {self.what}: send of step {pl.sends[i].step} never became ready (please report)")
-        wait_sends(list(range(ns)))
+        for peer in per_peer:
+            advance(peer)
+        for i, m in enumerate(sends):
+            if sent[i] < len(m.segs):
+                raise RuntimeError(f"react_torch: {self.what}: send of step {m.step} never became ready (please report)")
+        wait_sends(range(len(sends)))
         return pl
 
 

@@ -31,14 +31,22 @@ def op_name(op) -> str:
     return str(op)
 
 
+def _reduce_table():
+    r = dist.ReduceOp
+    table = [(r.SUM, SUM), (r.PRODUCT, PRODUCT), (r.MIN, MIN), (r.MAX, MAX), (r.BAND, BAND), (r.BOR, BOR), (r.BXOR, BXOR)]
+    if hasattr(r, "AVG"):
+        table.append((r.AVG, AVG))
+    return tuple(table)
+
+
+_REDUCE_TABLE = _reduce_table()
+
+
 def reduce_name(op, what: str = "collective") -> str:
     """Maps a torch ReduceOp to the executor's name; an unsupported op
-    raises, naming the collective and the op."""
-    r = dist.ReduceOp
-    table = {r.SUM: SUM, r.PRODUCT: PRODUCT, r.MIN: MIN, r.MAX: MAX, r.BAND: BAND, r.BOR: BOR, r.BXOR: BXOR}
-    if hasattr(r, "AVG"):
-        table[r.AVG] = AVG
-    for k, v in table.items():
+    raises, naming the collective and the op. (A ReduceOp compares equal
+    to its RedOpType but hashes apart: the table is searched, not keyed.)"""
+    for k, v in _REDUCE_TABLE:
         if op == k:
             return v
     raise ValueError(f"react_torch: {what}: reduce op {op_name(op)} is not supported (SUM, AVG, PRODUCT, MIN, MAX, BAND, BOR, BXOR are)")

@@ -74,6 +74,12 @@ class Plan:
     max_segments: int
     per_peer: Dict[int, List[int]] = dataclasses.field(default_factory=dict)  # sends by peer, in step order
     by_peer: Dict[int, List[int]] = dataclasses.field(default_factory=dict)  # receives of elements by peer, in step order
+    # per receive: the peers of the sends that stream along it (a segment
+    # applied may let them go), of the sends that wait for it whole, and the
+    # receives applied after it (Message.after): what an event can change
+    rdeps_peers: List[List[int]] = dataclasses.field(default_factory=list)
+    rdeps_full_peers: List[List[int]] = dataclasses.field(default_factory=list)
+    next: List[List[int]] = dataclasses.field(default_factory=list)
     # per step: (sends, recvs), the CUDA path's batches
     steps: List[Tuple[List[Message], List[Message]]] = dataclasses.field(default_factory=list)
     # every flow this rank receives, receive by receive, and its arrival in
@@ -112,6 +118,16 @@ def plan(p: Pattern, rank: int, numel: int, itemsize: int, segment_bytes: int) -
         if m.size:
             pl.by_peer.setdefault(m.src, []).append(j)
         m.at, at = at, at + len(m.flows)
+    nr = len(pl.recvs)
+    pl.rdeps_peers, pl.rdeps_full_peers, pl.next = [[] for _ in range(nr)], [[] for _ in range(nr)], [[] for _ in range(nr)]
+    for m in pl.sends:
+        for j, ok in zip(m.deps, m.aligned):
+            into = pl.rdeps_peers[j] if ok else pl.rdeps_full_peers[j]
+            if m.dst not in into:
+                into.append(m.dst)
+    for j, m in enumerate(pl.recvs):
+        if m.after >= 0:
+            pl.next[m.after].append(j)
     pl.flows = np.array([f for m in pl.recvs for f in m.flows], dtype=np.int64)
     pl.arrivals = np.full(at, 1e-9)  # a receive of no elements arrives at once
     pl.where = (pl.flows.ctypes.data, pl.arrivals.ctypes.data)
