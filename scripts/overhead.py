@@ -6,6 +6,7 @@ configurations interleaved step by step, so all see the same machine load.
     python scripts/overhead.py small    # 8 ranks, 50 AllReduces of 64 KB an iteration
     python scripts/overhead.py report   # DDP on two tuned groups, one calling react_torch.report() every step
     python scripts/overhead.py memory   # RSS after 1,000 AllReduces of fresh 4 MB tensors, react / gloo
+    python scripts/overhead.py calls    # where an AllReduce's time goes: its messages bare, react's executor, the whole call, gloo
     python scripts/overhead.py all
     python scripts/overhead.py small --ranks-per-host 2   # the same on hosts of 2 ranks (hierarchical)
 
@@ -199,6 +200,87 @@ def worker_small(iters: int, repeats: int, calls: int, numel: int) -> None:
     dist.destroy_process_group()
 
 
+def _floor(pl, work, pg, scratch, send_index) -> None:
+    """The plan's messages run step by step with the least Python: every
+    receive posted first, a step's sends issued once the receives before it
+    were applied. What the messages cost without react's bookkeeping."""
+    import torch
+    from react_torch.executor import combine
+    from react_torch.pattern import REDUCE
+
+    posted = {}
+    for m in pl.recvs:
+        if m.size:
+            buf = work[m.ranges[0][0] : m.ranges[0][1]] if m.direct else scratch[m.offset : m.offset + m.size]
+            posted[id(m)] = (buf, pg.recv([buf], m.src, m.step))
+    sent = {}
+    for ss, rr in pl.steps:
+        for m in ss:
+            rs = m.ranges
+            buf = work[rs[0][0] : rs[0][1]] if len(rs) == 1 else torch.cat([work[lo:hi] for lo, hi in rs])
+            sent[send_index[id(m)]] = pg.send([buf], m.dst, m.step)
+        for m in rr:
+            if not m.size:
+                continue
+            buf, w = posted[id(m)]
+            w.wait()
+            if m.direct:
+                continue
+            for i in m.war:
+                sent.pop(i).wait()
+            off = 0
+            for (lo, hi), kind in zip(m.ranges, m.kinds):
+                src = buf[off : off + hi - lo]
+                if kind == REDUCE:
+                    combine(work[lo:hi], src, "sum")
+                else:
+                    work[lo:hi].copy_(src)
+                off += hi - lo
+    for w in sent.values():
+        w.wait()
+
+
+def worker_calls(iters: int, repeats: int, numel: int) -> None:
+    """Rank 0's time and process CPU per AllReduce (tuner off, the default
+    pattern) for: the plan's messages run bare (_floor), react's executor
+    called directly, the whole react call, and gloo's collective; the four
+    in rotating order, iters calls a block."""
+    import torch
+    import torch.distributed as dist
+
+    torch.set_num_threads(1)
+    _, off, gl = _groups()
+    rank, n = dist.get_rank(), dist.get_world_size()
+    x = torch.full((numel,), float(rank + 1))
+    dist.all_reduce(x, group=off)
+    be = off._get_backend(torch.device("cpu"))
+    st, pl, ex = next(iter(be._keys.values())), next(iter(be._plans.values())), next(iter(be._executors.values()))
+    scratch = torch.empty(max(pl.need, 1))
+    send_index = {id(m): i for i, m in enumerate(pl.sends)}
+    x.fill_(float(rank + 1))
+    _floor(pl, x, ex.pg, scratch, send_index)
+    if not torch.equal(x, torch.full_like(x, n * (n + 1) / 2)):
+        raise SystemExit("the bare run of the plan computed a wrong AllReduce")
+    runs = {"bare": lambda: _floor(pl, x, ex.pg, scratch, send_index), "executor": lambda: ex.run(st.pattern, pl, x),
+            "react": lambda: dist.all_reduce(x, group=off), "gloo": lambda: dist.all_reduce(x, group=gl)}
+    order = list(runs)
+    times = {k: [] for k in runs}
+    cpu = {k: [] for k in runs}
+    for it in range(repeats * 3 + 1):
+        for k in order[it % 4 :] + order[: it % 4]:
+            dist.barrier(group=gl)
+            c0, t0 = time.process_time(), time.perf_counter()
+            for _ in range(iters):
+                runs[k]()
+            times[k].append((time.perf_counter() - t0) / iters)
+            cpu[k].append((time.process_time() - c0) / iters)
+    if rank == 0:
+        print("RESULT " + json.dumps({"algo": st.pattern.algo, "times": {k: v[1:] for k, v in times.items()},
+                                      "cpu": {k: v[1:] for k, v in cpu.items()}}), flush=True)
+    dist.barrier(group=gl)
+    dist.destroy_process_group()
+
+
 def _rss_mb() -> float:
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
@@ -290,16 +372,29 @@ def run_memory(a) -> None:
     print(f"| growth (MB) from the first call, gloo | {_summary([x['end_mb'] - x['start_mb'] for x in g])} |")
 
 
+def run_calls(a) -> None:
+    print(f"\n## Where an AllReduce's time goes, {a.ranks} ranks, tuner off, rank 0: ms a call (its process's CPU ms a call), "
+          f"medians of {a.repeats * 3} blocks\n")
+    print("| size | bare messages | react's executor | whole react call | gloo | react / gloo | bare / gloo |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for size in (64 << 10, 1 << 20, 4 << 20, 16 << 20):
+        r = launch(a.ranks, ["calls", str(max(2, min(a.iters, (64 << 20) // size))), str(a.repeats), str(size // 4)])[0]
+        t = {k: statistics.median(v) * 1e3 for k, v in r["times"].items()}
+        c = {k: statistics.median(v) * 1e3 for k, v in r["cpu"].items()}
+        cells = " | ".join(f"{t[k]:.2f} ({c[k]:.2f})" for k in ("bare", "executor", "react", "gloo"))
+        print(f"| {size >> 10} KB, {r['algo']} | {cells} | {t['react'] / t['gloo']:.2f} | {t['bare'] / t['gloo']:.2f} |")
+
+
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--worker":
         kind, rest = sys.argv[2], sys.argv[3:]
         if kind == "memory":
             worker_memory(rest[0], int(rest[1]), int(rest[2]))
         else:
-            {"ddp": worker_ddp, "small": worker_small, "report": worker_report}[kind](*map(int, rest))
+            {"ddp": worker_ddp, "small": worker_small, "report": worker_report, "calls": worker_calls}[kind](*map(int, rest))
         return
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("what", choices=["ddp", "small", "memory", "report", "all"])
+    ap.add_argument("what", choices=["ddp", "small", "memory", "report", "calls", "all"])
     ap.add_argument("--ranks", type=int, default=4)
     ap.add_argument("--iters", type=int, default=20, help="iterations per repeat and configuration")
     ap.add_argument("--repeats", type=int, default=3)
@@ -312,7 +407,7 @@ def main() -> None:
     if PER_HOST > 1:
         print(f"# hosts of {PER_HOST} ranks (REACT_HOST_ID): hierarchical collectives, patterns over hosts")
     for w in (["ddp", "small", "memory"] if a.what == "all" else [a.what]):
-        {"ddp": run_ddp, "small": run_small, "memory": run_memory, "report": run_report}[w](a)
+        {"ddp": run_ddp, "small": run_small, "memory": run_memory, "report": run_report, "calls": run_calls}[w](a)
 
 
 if __name__ == "__main__":
