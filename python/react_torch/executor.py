@@ -261,9 +261,11 @@ class _Dataflow:
             todo = [j]
             while todo:
                 j = todo.pop()
+                if full[j]:  # also every receive of no elements
+                    continue
                 r = recvs[j]
                 m = r.msg
-                if full[j] or (m.after >= 0 and not full[m.after]):
+                if m.after >= 0 and not full[m.after]:
                     continue
                 while applied[j] < arrived[j]:
                     if applied[j] == 0 and m.war:

@@ -51,3 +51,29 @@ def test_a_plan_is_refused_for_a_rank_out_of_range():
     p = _pattern("allreduce", "ring", 4)
     with pytest.raises(_lib.ReactError, match=r"rank 4 \(of 4\)"):
         plan(p, 4, 1000, 4, 0)
+
+
+@pytest.mark.parametrize("op,algo,n", CASES)
+def test_what_an_arrival_can_change_is_the_deps_inverted(op, algo, n):
+    """The executor looks, when a receive's segment is applied, only at the
+    peers of the sends that wait for that receive, and when it is applied in
+    full at the receives after it: those lists must be exactly the plan's
+    deps and afters read backwards, or a send never becomes ready."""
+    p = _pattern(op, algo, n)
+    for r in range(n):
+        for seg in (0, 1024):
+            pl = plan(p, r, _numel(op, n), 4, seg)
+            streams = [set() for _ in pl.recvs]
+            whole = [set() for _ in pl.recvs]
+            after = [[] for _ in pl.recvs]
+            for m in pl.sends:
+                assert len(m.deps) == len(m.aligned)
+                for j, ok in zip(m.deps, m.aligned):
+                    (streams if ok else whole)[j].add(m.dst)
+            for k, m in enumerate(pl.recvs):
+                if m.after >= 0:
+                    after[m.after].append(k)
+            assert [set(x) for x in pl.rdeps_peers] == streams
+            assert [set(x) for x in pl.rdeps_full_peers] == whole
+            assert [sorted(x) for x in pl.next] == after
+            assert all(len(x) == len(set(x)) for x in pl.rdeps_peers + pl.rdeps_full_peers)
