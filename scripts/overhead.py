@@ -205,8 +205,7 @@ def _floor(pl, work, pg, scratch, send_index) -> None:
     receive posted first, a step's sends issued once the receives before it
     were applied. What the messages cost without react's bookkeeping."""
     import torch
-    from react_torch.executor import combine
-    from react_torch.pattern import REDUCE
+    from react_torch.executor import _Recv
 
     posted = {}
     for m in pl.recvs:
@@ -228,14 +227,7 @@ def _floor(pl, work, pg, scratch, send_index) -> None:
                 continue
             for i in m.war:
                 sent.pop(i).wait()
-            off = 0
-            for (lo, hi), kind in zip(m.ranges, m.kinds):
-                src = buf[off : off + hi - lo]
-                if kind == REDUCE:
-                    combine(work[lo:hi], src, "sum")
-                else:
-                    work[lo:hi].copy_(src)
-                off += hi - lo
+            _Recv(m, buf, [work[lo:hi] for lo, hi in m.ranges], m.kinds, [(0, m.size)]).apply(0, "sum")
     for w in sent.values():
         w.wait()
 
