@@ -97,9 +97,14 @@ def test_congested_rank_moved_off_the_critical_path(tmp_path):
     sw = r["swap"]
     assert sw["target"] == 1
     assert sw["flows_into_target_fewest"] < sw["flows_into_target_before"], sw["text"]
-    # what the tuner learned names the congested link first
+    # what the tuner learned names the congested host first. Its direction
+    # is not asserted: the external flows' queue on rank 1's downlink (tbf,
+    # 20 ms) also holds the ACKs of rank 1's own sends, so its outgoing flows
+    # slow too. In 4 runs here the downlink came first (2.0-4.8 competing)
+    # with the uplink beside it (0.4-3.1); in one CI run the fit put it all
+    # on the uplink (0.84).
     links = json.loads(_react("report", r, tmp_path, "--json"))["links"]
-    assert links and (links[0]["rank"], links[0]["dir"], links[0]["significant"]) == (1, "down", True), links
+    assert links and (links[0]["rank"], links[0]["significant"]) == (1, True), links
     # the external flows really ran
     assert sum(f.get("bytes", 0) for f in r["flows_measured"] if f.get("role") == "sink") > 0
 
