@@ -29,7 +29,7 @@ from . import _lib, agree, hier, hosts, route
 from .collectives import Collectives
 from .config import TEST_HOLD_S, Config, from_env, test_slow_rank
 from .control import Control, KeyState
-from .executor import Executor
+from .executor import Executor, close_pairs
 from .ops import redop
 from .pattern import Pattern, plan
 from .reporting import Report
@@ -40,9 +40,6 @@ from .work import Work
 log = logging.getLogger("react_torch")
 
 _C10dBackend = torch._C._distributed_c10d.Backend
-# A receive nobody sends to: its timeout closes the group (ReactBackend._kill).
-# Above every data tag (executor.tag < 2^30) and the call check's.
-_KILL_TAG = agree.CHECK_TAG + 1
 
 
 @route.adapt
@@ -193,11 +190,8 @@ class ReactBackend(Collectives, Delegated, route.BASE):
 
     def _kill(self) -> None:
         """Closes the data and control groups' connections, after a mismatch
-        (agree.Ledger): Gloo has no way to cancel a pending transfer, but a
-        receive whose own timeout passes closes every pair of its group,
-        which ends every wait on them, here and at the peers. A receive from
-        a peer that closed its pairs already fails at once without closing
-        the others: the next peer is tried then."""
+        (agree.Ledger): its own waits end at once, and its peers'
+        (executor.close_pairs)."""
         groups = [(self._gloo, self._rank, self._size), (self._ctrl_pg, self._rank, self._size)]
         if self._hier is not None:  # its host phases and rails move the data
             hg, rail = self._hier.host, self._hier.rail
@@ -206,14 +200,8 @@ class ReactBackend(Collectives, Delegated, route.BASE):
             if rail is not None:
                 groups.append((rail.pg(torch.empty(0)), self.layout.host(self._rank), len(self.layout.hosts)))
         for pg, me, n in groups:
-            if pg is None:
-                continue
-            for k in range(1, n):
-                try:
-                    pg.recv([torch.empty(1)], (me + k) % n, _KILL_TAG).wait(timedelta(milliseconds=1))
-                except Exception as e:
-                    if "Timed out" in str(e):  # the point: every pair is closed now
-                        break
+            if pg is not None:
+                close_pairs(pg, me, n)
 
     def _decode(self, raw: bytes) -> Pattern:
         """Checks and decodes a pattern: libreact refuses a malformed or not

@@ -14,11 +14,13 @@ and no flow waits for a step's slowest flow. A flow's record is its arrival:
 when its message's last segment arrived, in seconds from the moment this
 rank entered the call, written into the plan's arrivals; the leader's tuner
 turns arrivals into durations by the same rule (critpath.DAG.Durations). Gloo's point-to-point works complete
-only in wait(), so where one peer sends to a rank the calling thread waits
-for its messages, else a pool thread for each peer's; the thread that sees
-a segment arrive applies it and sends what it unblocks, under the call's
-lock, in a fixed order (deterministic results) and with no hand-off
-between threads.
+only in wait(), so the calling thread waits for one peer's messages (the
+peer whose last message comes last) and a pool thread for each other
+peer's; the thread that sees a segment arrive applies it and sends what it
+unblocks, under the call's lock, in a fixed order (deterministic results)
+and with no hand-off between threads. A failed call closes the inner
+group's connections (close_pairs), so that no wait on them, this rank's
+or a peer's, outlasts it.
 
 CUDA (NCCL): each step's sends and receives form one coalesced batch
 (lazily created pair communicators deadlock on cyclic first steps); CUDA
@@ -33,12 +35,14 @@ from __future__ import annotations
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
+from datetime import timedelta
 from typing import Callable, Dict, List, Optional, Tuple, Union
 
 import numpy as np
 import torch
 import torch.distributed as dist
 
+from .agree import CHECK_TAG
 from .ops import AVG, BAND, BOR, BXOR, MAX, MIN, PRODUCT, SUM
 from .pattern import REDUCE, Message, Pattern, Plan
 
@@ -47,8 +51,13 @@ def tag(pl: Plan, salt: int, m: Message, segment: int) -> int:
     """A segment's Gloo tag: the call's salt (agree.Ledger: a hash of the
     call's signature, so a message of another call never matches), the
     message's tag (its step modulo the plan's tag_steps), the segment.
-    Below 2^30, where the call check's and the kill's tags are."""
+    Below 2^30, where the call check's and close_pairs' tags are."""
     return (salt * pl.tag_steps + m.tag) * pl.max_segments + segment
+
+
+# A receive nobody sends to: its timeout closes the group (close_pairs).
+# Above every data tag and the call check's.
+CLOSE_TAG = CHECK_TAG + 1
 
 # A CPU run returns its plan, whose arrivals it wrote; a CUDA run a callable
 # that waits for the GPU and returns the flows, their arrivals and the
@@ -296,22 +305,30 @@ class _Dataflow:
                 errors.append(e)
                 if finished is not None:
                     finished.set()
+                    if threading.current_thread() is not caller:
+                        close_pairs(ex.pg, ex.rank, ex.size)
 
+        caller = threading.current_thread()
         with lock:
             for peer in per_peer:
                 advance(peer)
-        if len(by_peer) == 1:
-            for js in by_peer.values():
-                follow([(j, recvs[j]) for j in js])
-        elif by_peer:
-            # the calling thread waits on none of them: a peer's failure
-            # ends the call at once, not after another peer's timeout
-            pool = ex._pool(len(by_peer))
-            for js in by_peer.values():
-                pool.submit(follow, [(j, recvs[j]) for j in js])
-            while not finished.wait(0.5):
+        if by_peer:
+            # The calling thread follows the peer whose last message comes
+            # last (it would wait for it anyway), a pool thread each other
+            # peer: no peer's arrivals queue behind another's late message.
+            # A pool thread's failure ends the calling thread's wait at once
+            # (close_pairs), not after the peer it follows times out.
+            last = max(by_peer, key=lambda q: by_peer[q][-1])
+            if len(by_peer) > 1:
+                pool = ex._pool(len(by_peer) - 1)
+                for q, js in by_peer.items():
+                    if q != last:
+                        pool.submit(follow, [(j, recvs[j]) for j in js])
+            follow([(j, recvs[j]) for j in by_peer[last]])
+            while finished is not None and not errors and not finished.wait(0.5):
                 pass
         if errors:
+            close_pairs(ex.pg, ex.rank, ex.size)
             raise errors[0]
         for peer in per_peer:
             advance(peer)
@@ -334,6 +351,21 @@ def _segment_events(rs: List[Tuple[int, "_Recv"]], hold_s: float = 0.0):
                     time.sleep(hold_s)
                 r.stamp = time.perf_counter()
             yield j, i
+
+
+def close_pairs(pg: dist.ProcessGroup, rank: int, size: int) -> None:
+    """Closes every connection of a Gloo group: Gloo cannot cancel a
+    pending transfer, but a receive whose own timeout passes closes every
+    pair of its group, which ends every wait on them, here and at the peers
+    (the group is unusable after: a failed collective leaves the ranks'
+    calls out of step). A receive from a peer that closed its pairs already
+    fails at once without closing the others: the next peer is tried then."""
+    for k in range(1, size):
+        try:
+            pg.recv([torch.empty(1)], (rank + k) % size, CLOSE_TAG).wait(timedelta(milliseconds=1))
+        except Exception as e:
+            if "Timed out" in str(e):
+                return
 
 
 class Executor:

@@ -609,6 +609,27 @@ def killed():
         os._exit(0)
 
 
+def stranded():
+    """Rank 1 dies; every other rank keeps its process (and so its
+    connections) open after its own error, so its peers' waits end only
+    through what the failed call does, not through a process exiting."""
+    rank, n, gloo = init(timeout=60)
+    x = torch.ones(1 << 16)
+    dist.all_reduce(x)
+    if rank == 1:
+        os._exit(3)
+    t0 = time.time()
+    try:
+        for _ in range(1000):
+            dist.all_reduce(x)
+        print("NO-ERROR", flush=True)
+        os._exit(1)
+    except Exception as e:
+        print(f"ERROR after {time.time() - t0:.2f} s: {type(e).__name__}: {str(e).splitlines()[0]}", flush=True)
+    time.sleep(10)
+    os._exit(0)
+
+
 def ddp():
     backend = sys.argv[2]
     if backend == "react":
