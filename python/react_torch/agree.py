@@ -191,19 +191,23 @@ class Ledger:
         self.failed: Optional[str] = None
         self._stop = threading.Event()
         self._thread: Optional[threading.Thread] = None
+        self._cloning = threading.Lock()
 
     @property
     def store(self):
-        """The group's store through a connection of the ledger's own, made
-        when first needed: a store wait on torch's client holds its lock as
-        long as it waits (group creation, a user's store.wait), and finding
-        a mismatch must not wait for it."""
-        if self._own is None:
-            try:
-                self._own = self._shared.clone()
-            except Exception:  # a store that cannot be cloned: share it
-                self._own = self._shared
-        return self._own
+        """The group's store through a connection of the ledger's own: a
+        store wait on torch's client holds its lock as long as it waits
+        (group creation, a user's store.wait), and finding a mismatch must
+        not wait for it. Made by the watchdog when it starts (the first
+        call), while the store's host is surely up: a connection made after
+        that host died would retry for the store's whole timeout."""
+        with self._cloning:
+            if self._own is None:
+                try:
+                    self._own = self._shared.clone()
+                except Exception:  # a store that cannot be cloned: share it
+                    self._own = self._shared
+            return self._own
 
     def begin(self, op: str, dtype: str, numel: int, root: int = -1, reduce: str = "", epoch: int = -1, version: int = -1) -> int:
         """Records a call and returns the salt of its tags; raises on a group
@@ -271,8 +275,9 @@ class Ledger:
         cause (a failed transfer) says a peer closed its connections, one
         that peer wrote to the store (then this rank closes its groups too).
         A timeout is never looked up: a frozen store host would hold the
-        error for the store's timeout again."""
-        if self.failed is None and cause is not None and any(w in str(cause) for w in _CLOSED):
+        error for the store's timeout again; nor through a connection made
+        now (the peer that closed may be the store's host, dead)."""
+        if self.failed is None and cause is not None and self._own is not None and any(w in str(cause) for w in _CLOSED):
             try:
                 if self.store.check([_VERDICT]):
                     self._fail(self.store.get(_VERDICT).decode())
@@ -317,6 +322,11 @@ class Ledger:
         return {int(c[0]): tuple(int(x) for x in c) for c in json.loads(self.store.get(k))}
 
     def _watch(self) -> None:
+        try:
+            self.store
+        except Exception as e:  # no store to compare calls through
+            log.warning("react_torch: rank %d: no connection to the store to compare stuck calls through: %s", self.rank, e)
+            return
         published = -1
         while True:
             cur = self.current

@@ -73,15 +73,15 @@ def test_killed_rank_times_out():
         assert rc == 0 and "OK killed" in out, (out, err[-2000:])
 
 
-@pytest.mark.parametrize("algo", ["tree", "ring"])
-def test_dead_peer_ends_every_rank_call_at_once(algo):
-    """4 ranks (the tree's ranks wait on 2-3 peers each), rank 1 dies and
-    the others stay alive after their error: each survivor's call fails
-    within seconds, not at the 60 s timeout, and before any survivor's
-    process exits (10 s after its error)."""
-    res = launch(4, "stranded", env={"REACT_TUNE": "0", "REACT_ALGO_ALLREDUCE": algo}, timeout=120)
-    assert res[1][0] == 3
-    for r in (0, 2, 3):
+@pytest.mark.parametrize("algo,dead", [("tree", 1), ("ring", 1), ("tree", 0), ("ring", 0)])
+def test_dead_peer_ends_every_rank_call_at_once(algo, dead):
+    """4 ranks (the tree's ranks wait on 2-3 peers each), one dies (rank 0
+    hosts the store) and the others stay alive after their error: each
+    survivor's call fails within seconds, not at the 60 s timeout, and
+    before any survivor's process exits (10 s after its error)."""
+    res = launch(4, "stranded", str(dead), env={"REACT_TUNE": "0", "REACT_ALGO_ALLREDUCE": algo}, timeout=120)
+    assert res[dead][0] == 3
+    for r in sorted({0, 1, 2, 3} - {dead}):
         rc, out, err = res[r]
         line = [x for x in out.splitlines() if x.startswith("ERROR after")]
         assert rc == 0 and line, (out, err[-2000:])

@@ -610,13 +610,13 @@ def killed():
 
 
 def stranded():
-    """Rank 1 dies; every other rank keeps its process (and so its
+    """Rank argv[2] dies; every other rank keeps its process (and so its
     connections) open after its own error, so its peers' waits end only
     through what the failed call does, not through a process exiting."""
     rank, n, gloo = init(timeout=60)
     x = torch.ones(1 << 16)
     dist.all_reduce(x)
-    if rank == 1:
+    if rank == int(sys.argv[2]):
         os._exit(3)
     t0 = time.time()
     try:
