@@ -323,7 +323,7 @@ class Ledger:
 
     def _watch(self) -> None:
         try:
-            self.store
+            _ = self.store  # the connection, made while the store's host is surely up
         except Exception as e:  # no store to compare calls through
             log.warning("react_torch: rank %d: no connection to the store to compare stuck calls through: %s", self.rank, e)
             return
