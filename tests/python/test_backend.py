@@ -88,6 +88,23 @@ def test_dead_peer_ends_every_rank_call_at_once(algo, dead):
         assert float(line[0].split()[2]) < 5.0, line[0]
 
 
+def test_a_late_peer_does_not_delay_another_peers_arrival():
+    """A rank with two peers (the calling thread follows one, a pool thread
+    the other) stamps each message when it arrives, whichever peer is late:
+    a thread that waited for the late one first would stamp the other late
+    too, and the tuner would see two slow links for one."""
+    res = launch(3, "stamps", env={"REACT_TUNE": "0"})
+    for rc, out, err in res:
+        assert rc == 0 and "OK stamps" in out, err[-3000:]
+    stamps = [line.split()[1:] for line in res[0][1].splitlines() if line.startswith("STAMP")]
+    assert len(stamps) == 4, res[0][1]
+    for _, slow, src, at in stamps:
+        if src == slow:
+            assert float(at) > 0.9, stamps
+        else:
+            assert float(at) < 0.5, stamps
+
+
 def test_ddp_losses_equal_gloo():
     def losses(backend):
         res = launch(4, "ddp", backend, env={"REACT_TUNE": "0"} if backend == "react" else {})

@@ -630,6 +630,33 @@ def stranded():
     os._exit(0)
 
 
+def stamps():
+    """A binomial Reduce to rank 0 on 3 ranks through the executor: rank 0
+    receives from rank 1 (step 1) and rank 2 (step 2). In call k one of them
+    enters 1 s late; rank 0 prints when each message arrived."""
+    from react_torch import _lib
+    from react_torch.executor import Executor
+    from react_torch.pattern import Pattern, plan
+
+    rank, n, gloo = init()
+    p = Pattern.decode(_lib.generate_pattern("reduce", "binomial", n, 0))
+    pl = plan(p, rank, 3000, 4, 0)
+    ex = Executor(gloo, rank, n)
+    for k, slow in enumerate((1, 2)):
+        work = torch.full((3000,), float(rank + 1))
+        gloo.barrier().wait()
+        if rank == slow:
+            time.sleep(1.0)
+        ex.run(p, pl, work, "sum", salt=k + 1)
+        if rank == 0:
+            assert torch.equal(work, torch.full((3000,), 6.0)), work[:4]
+            for m in pl.recvs:
+                print(f"STAMP {k} {slow} {m.src} {float(pl.arrivals[m.at]):.3f}", flush=True)
+    ex.close()
+    dist.destroy_process_group()
+    print("OK stamps", flush=True)
+
+
 def ddp():
     backend = sys.argv[2]
     if backend == "react":
