@@ -592,40 +592,37 @@ def clocksync():
     print("OK clocksync", flush=True)
 
 
-def killed():
-    rank, n, gloo = init(timeout=8)
-    x = torch.ones(1000)
+def _until_dead(timeout, numel, dead, calls):
+    """Every rank allreduces once, then rank dead exits (3) and the others
+    call until one fails: (seconds to the error, the error). A rank that
+    never fails prints NO-ERROR and exits 1."""
+    rank, n, gloo = init(timeout=timeout)
+    x = torch.ones(numel)
     dist.all_reduce(x)
-    if rank == 1:
+    if rank == dead:
         os._exit(3)
     t0 = time.time()
     try:
-        for _ in range(100):
+        for _ in range(calls):
             dist.all_reduce(x)
-        print("NO-ERROR", flush=True)
-        sys.exit(1)
     except Exception as e:  # the dead peer shows as an error, not a hang
-        print(f"OK killed after {time.time() - t0:.1f}s: {type(e).__name__}", flush=True)
-        os._exit(0)
+        return time.time() - t0, e
+    print("NO-ERROR", flush=True)
+    os._exit(1)
+
+
+def killed():
+    dt, e = _until_dead(8, 1000, 1, 100)
+    print(f"OK killed after {dt:.1f}s: {type(e).__name__}", flush=True)
+    os._exit(0)
 
 
 def stranded():
     """Rank argv[2] dies; every other rank keeps its process (and so its
     connections) open after its own error, so its peers' waits end only
     through what the failed call does, not through a process exiting."""
-    rank, n, gloo = init(timeout=60)
-    x = torch.ones(1 << 16)
-    dist.all_reduce(x)
-    if rank == int(sys.argv[2]):
-        os._exit(3)
-    t0 = time.time()
-    try:
-        for _ in range(1000):
-            dist.all_reduce(x)
-        print("NO-ERROR", flush=True)
-        os._exit(1)
-    except Exception as e:
-        print(f"ERROR after {time.time() - t0:.2f} s: {type(e).__name__}: {str(e).splitlines()[0]}", flush=True)
+    dt, e = _until_dead(60, 1 << 16, int(sys.argv[2]), 1000)
+    print(f"ERROR after {dt:.2f} s: {type(e).__name__}: {str(e).splitlines()[0]}", flush=True)
     time.sleep(10)
     os._exit(0)
 
